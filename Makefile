@@ -1,0 +1,49 @@
+# LongParser Worker. `make run` and `make test` work on a fresh machine (they create .venv).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+# torch must be the CPU build. Here `torch==2.13.0` is a CPU wheel on local disk; elsewhere point
+# pip at a CPU-only index, e.g. TORCH_INDEX="--index-url https://download.pytorch.org/whl/cpu".
+TORCH_SPEC ?= torch==2.13.0
+TORCH_INDEX ?=
+
+.PHONY: run test test-real bench lint venv dev embeddings clean
+
+$(VENV)/.created:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	touch $@
+
+$(VENV)/.dev: $(VENV)/.created pyproject.toml
+	$(PIP) install -q -e '.[dev]'
+	touch $@
+
+$(VENV)/.embeddings: $(VENV)/.dev
+	$(PIP) install -q $(TORCH_INDEX) '$(TORCH_SPEC)'
+	$(PIP) install -q -e '.[dev,embeddings-cpu]'
+	touch $@
+
+venv: $(VENV)/.dev
+dev: $(VENV)/.dev
+embeddings: $(VENV)/.embeddings
+
+run: $(VENV)/.dev
+	$(PY) -m longparser chunk examples/sample_document.json --summary
+
+test: $(VENV)/.dev
+	$(PY) -m pytest --cov=longparser --cov-report=term-missing --cov-fail-under=90
+	$(VENV)/bin/ruff check .
+
+test-real: $(VENV)/.embeddings
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest tests/integration/test_real_embeddings.py \
+		--run-real-embeddings --no-cov
+
+bench: $(VENV)/.dev
+	$(PY) bench/bench_engine.py
+
+lint: $(VENV)/.dev
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .coverage htmlcov var bench-data

@@ -1,0 +1,3 @@
+from longparser.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,66 @@
+"""External resources handed to the engine, and the ONE place that loads them.
+
+The engine never reads files, environment variables or models itself: the caller (CLI,
+worker process, tests) builds a :class:`Resources` and passes it to
+:func:`longparser.chunk_blocks`. ``Resources()`` (or ``resources=None``) means "none": no word
+list, no language ID, no encoder - the result's stats say so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from longparser.tokens import TokenCounter, estimate_tokens
+
+
+@runtime_checkable
+class LanguageIdentifier(Protocol):
+    """Language identification (fastText ``lid.176`` in production)."""
+
+    def predict(self, text: str) -> tuple[str, float]:
+        """Return ``(language_code, confidence in [0, 1])`` for one text."""
+        ...
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    """A sentence encoder (all-MiniLM-L6-v2 in production)."""
+
+    name: str
+    weights_sha256: str | None
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        """Return a 2-D float array-like of shape ``(len(texts), dim)``."""
+        ...
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What the engine may use beyond its inputs.
+
+    Attributes:
+        word_list: lower-cased dictionary words for the coverage penalty (None: check off).
+        language_id: language identifier for the language penalty (None: confidence 1.0).
+        encoder: sentence encoder for semantic boundaries (None: structural packing only).
+        encoder_error: why the encoder is unavailable, recorded in the result's stats.
+        token_counter: the token estimate used for packing (DEC-04 by default).
+    """
+
+    word_list: Container[str] | None = None
+    language_id: LanguageIdentifier | None = None
+    encoder: Encoder | None = None
+    encoder_error: str | None = None
+    token_counter: TokenCounter = field(default=estimate_tokens)
+
+    def availability(self) -> dict[str, bool]:
+        """Which resources are present, for the result's stats."""
+        return {
+            "word_list": self.word_list is not None,
+            "language_id": self.language_id is not None,
+            "encoder": self.encoder is not None,
+        }
+
+
+NO_RESOURCES = Resources()

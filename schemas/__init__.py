@@ -1,0 +1,41 @@
+"""The wire contract shared by producers (upload services) and LongParser workers.
+
+Everything that crosses the broker or the result store is one of these pydantic models,
+serialised as JSON. Input models ignore unknown fields (forward compatibility with
+LongParser's Block dumps); output models are strict and versioned.
+"""
+
+from schemas.blocks import (
+    BBox,
+    Block,
+    BlockType,
+    Confidence,
+    Provenance,
+    Table,
+    TableCell,
+)
+from schemas.chunks import Chunk, ChunkResult, ChunkStats, ChunkType, SemanticStats
+from schemas.config import ChunkingConfig
+from schemas.inputs import InputError, format_validation_error, parse_input
+from schemas.requests import SCHEMA_VERSION, ChunkRequest
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "BBox",
+    "Block",
+    "BlockType",
+    "Chunk",
+    "ChunkRequest",
+    "ChunkResult",
+    "ChunkStats",
+    "ChunkType",
+    "ChunkingConfig",
+    "Confidence",
+    "InputError",
+    "Provenance",
+    "SemanticStats",
+    "Table",
+    "TableCell",
+    "format_validation_error",
+    "parse_input",
+]

@@ -1,0 +1,126 @@
+"""Block: one layout element as LongParser's extractors emit it (``Block.model_dump(mode="json")``).
+
+Upload services forward their blocks unchanged, so unknown fields are ignored rather than
+rejected, and table cells accept both LongParser's field names (``row_index`` ...) and the
+short aliases its own inputs sometimes use (``r0``, ``c0``, ``rspan``, ``cspan``).
+Blocks are frozen: the engine re-tags copies (``model_copy(update=...)``), never the caller's
+objects.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+
+BlockType = Literal[
+    "heading",
+    "paragraph",
+    "list_item",
+    "table",
+    "figure",
+    "caption",
+    "footer",
+    "header",
+    "equation",
+    "code",
+]
+
+_INPUT = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+
+class BBox(BaseModel):
+    """Bounding box in page coordinates (points)."""
+
+    model_config = _INPUT
+
+    x0: float = 0.0
+    y0: float = 0.0
+    x1: float = 0.0
+    y1: float = 0.0
+
+
+class Provenance(BaseModel):
+    """Where a block came from."""
+
+    model_config = _INPUT
+
+    source_file: str | None = None
+    page_number: int = Field(default=1, ge=0)
+    bbox: BBox | None = None
+    extractor: str | None = None
+
+
+class Confidence(BaseModel):
+    """Extractor confidence; only ``overall`` is used by the engine."""
+
+    model_config = _INPUT
+
+    overall: float = Field(default=1.0, ge=0.0, le=1.0)
+
+
+class TableCell(BaseModel):
+    """One cell of a structured table (0-based row/column, spans >= 1)."""
+
+    model_config = _INPUT
+
+    row_index: int = Field(ge=0, validation_alias=AliasChoices("row_index", "r0"))
+    col_index: int = Field(ge=0, validation_alias=AliasChoices("col_index", "c0"))
+    row_span: int = Field(default=1, ge=1, validation_alias=AliasChoices("row_span", "rspan"))
+    col_span: int = Field(default=1, ge=1, validation_alias=AliasChoices("col_span", "cspan"))
+    text: str = ""
+    column_header: bool = False
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _none_text_is_empty(cls, value: Any) -> Any:
+        return "" if value is None else value
+
+
+class Table(BaseModel):
+    """Structured table content; ``cells`` may be empty (the engine then uses the block text)."""
+
+    model_config = _INPUT
+
+    n_rows: int = Field(default=0, ge=0)
+    n_cols: int = Field(default=0, ge=0)
+    cells: list[TableCell] = Field(default_factory=list)
+
+
+class Block(BaseModel):
+    """One layout block in reading order."""
+
+    model_config = _INPUT
+
+    block_id: str = Field(min_length=1)
+    type: BlockType
+    text: str = ""
+    order_index: int = 0
+    heading_level: int | None = None
+    indent_level: int = 0
+    hierarchy_path: list[str] = Field(default_factory=list)
+    provenance: Provenance = Field(default_factory=Provenance)
+    confidence: Confidence = Field(default_factory=Confidence)
+    flags: Any = None
+    table: Table | None = None
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _none_text_is_empty(cls, value: Any) -> Any:
+        return "" if value is None else value
+
+    @field_validator("hierarchy_path", mode="before")
+    @classmethod
+    def _none_path_is_root(cls, value: Any) -> Any:
+        return [] if value is None else value
+
+    @field_validator("provenance", "confidence", mode="before")
+    @classmethod
+    def _none_is_default(cls, value: Any) -> Any:
+        # LongParser dumps ``null`` for a missing provenance/confidence.
+        return {} if value is None else value
+
+    @property
+    def page_number(self) -> int:
+        """Shortcut for ``provenance.page_number``."""
+        return self.provenance.page_number

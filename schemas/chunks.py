@@ -1,0 +1,74 @@
+"""Chunk and ChunkResult: what the engine produces and the result store keeps."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ChunkType = Literal["section", "table", "table_schema", "list", "equation"]
+
+_OUTPUT = ConfigDict(extra="forbid")
+
+
+class Chunk(BaseModel):
+    """One retrieval unit.
+
+    ``block_ids`` and ``page_numbers`` describe the chunk's *primary* content only; text copied
+    in as context (paragraph overlap, a repeated list lead-in) is flagged in
+    ``overlap_with_previous`` / ``metadata`` instead.
+    """
+
+    model_config = _OUTPUT
+
+    chunk_id: str
+    text: str
+    token_count: int = Field(ge=0)
+    chunk_type: ChunkType
+    section_path: list[str] = Field(default_factory=list)
+    page_numbers: list[int] = Field(default_factory=list)
+    block_ids: list[str] = Field(default_factory=list)
+    overlap_with_previous: bool = False
+    equation_detected: bool = False
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    quality_score: float = Field(default=0.0, ge=0.0, le=1.0)
+
+
+class SemanticStats(BaseModel):
+    """What happened to semantic boundary placement for one request."""
+
+    model_config = _OUTPUT
+
+    requested: bool = False
+    available: bool = False
+    boundaries: int = 0
+    texts_embedded: int = 0
+    model: str | None = None
+    weights_sha256: str | None = None
+    reason: str | None = None
+
+
+class ChunkStats(BaseModel):
+    """Counts and timings for one chunking run (nothing is dropped without a trace here)."""
+
+    model_config = _OUTPUT
+
+    blocks_in: int = 0
+    blocks_excluded: dict[str, int] = Field(default_factory=dict)
+    equations_detected: int = 0
+    chunks_out: int = 0
+    chunks_by_type: dict[str, int] = Field(default_factory=dict)
+    semantic: SemanticStats = Field(default_factory=SemanticStats)
+    resources: dict[str, bool] = Field(default_factory=dict)
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+
+
+class ChunkResult(BaseModel):
+    """The engine's output for one document: chunks in reading order plus stats."""
+
+    model_config = _OUTPUT
+
+    schema_version: str = "1.0"
+    document_id: str | None = None
+    chunks: list[Chunk] = Field(default_factory=list)
+    stats: ChunkStats = Field(default_factory=ChunkStats)

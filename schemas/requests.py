@@ -1,0 +1,26 @@
+"""ChunkRequest: the task payload an upload service enqueues."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from schemas.blocks import Block
+from schemas.config import ChunkingConfig
+
+SCHEMA_VERSION = "1.0"
+
+# Document ids become parts of Redis keys and file names: keep them to a safe alphabet.
+DOCUMENT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$"
+
+
+class ChunkRequest(BaseModel):
+    """One document's blocks plus optional chunking config."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    schema_version: Literal["1.0"] = SCHEMA_VERSION
+    document_id: str = Field(pattern=DOCUMENT_ID_PATTERN)
+    blocks: list[Block] = Field(default_factory=list)
+    config: ChunkingConfig = Field(default_factory=ChunkingConfig)

@@ -1,0 +1,49 @@
+"""Suite-wide policy: network refused, real-model tests opt-in (deselected, never skipped).
+
+* Every test runs with network sockets refused (pytest-socket). Integration tests under
+  ``tests/integration/`` may reach loopback only (the test Redis, worker processes, Flower).
+* Tests marked ``real_embeddings`` are *deselected* unless ``--run-real-embeddings`` is given;
+  with it, a missing prerequisite fails the test (the fixtures raise, they do not skip).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pytest_socket import disable_socket, socket_allow_hosts
+
+LOOPBACK = ["127.0.0.1", "localhost", "::1"]
+INTEGRATION_DIR = Path(__file__).parent / "integration"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--run-real-embeddings",
+        action="store_true",
+        default=False,
+        help="run the real-model suite (pinned all-MiniLM-L6-v2 on the CPU); missing "
+        "prerequisites fail the run",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--run-real-embeddings"):
+        return
+    selected, deselected = [], []
+    for item in items:
+        (deselected if item.get_closest_marker("real_embeddings") else selected).append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = selected
+
+
+def _is_integration(item: pytest.Item) -> bool:
+    return INTEGRATION_DIR in Path(str(item.fspath)).parents
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if _is_integration(item) and not item.get_closest_marker("real_embeddings"):
+        socket_allow_hosts(LOOPBACK, allow_unix_socket=True)
+    else:
+        disable_socket(allow_unix_socket=True)
