@@ -28,8 +28,12 @@ venv: $(VENV)/.dev
 dev: $(VENV)/.dev
 embeddings: $(VENV)/.embeddings
 
+# Starts a structural worker, submits the sample, prints the chunk summary, stops the worker.
+# Redis at LONGPARSER_BROKER_URL when one answers, else an embedded fakeredis TCP server.
+# RUN_BACKEND=auto|redis|embedded forces the choice.
+RUN_BACKEND ?= auto
 run: $(VENV)/.dev
-	$(PY) -m longparser chunk examples/sample_document.json --summary
+	$(PY) -m worker.demo --backend $(RUN_BACKEND)
 
 test: $(VENV)/.dev
 	$(PY) -m pytest --cov=longparser --cov-report=term-missing --cov-fail-under=90

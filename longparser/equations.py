@@ -1,15 +1,358 @@
-"""Equation detection (SPEC 3.1). PLACEHOLDER: replaced by the full scorer."""
+"""Equation detection (SPEC 3.1): is a paragraph block really a formula?
+
+A paragraph is re-tagged as an equation when the sum of these signals reaches
+:data:`EQUATION_THRESHOLD` (weights and thresholds are fixed by the SPEC; the judgement calls
+are what counts as a math character, a pattern hit and an isolated variable, recorded here):
+
+* **density** of math characters: > 5% +2.0, > 1% +1.0 (strictly above). Density = math
+  characters / non-whitespace characters. Math characters are NON-ASCII only: Greek letters,
+  Unicode category ``Sm`` (∑ ∫ ∂ ∇ ± ≤ ≥ ≈ × ÷ √ ∞ ∈ ⊂ → ⇒ ≠ ≡ ...), ``· ‖ ′ ″``, super/subscript
+  digits and signs, and the Mathematical Alphanumeric block. ASCII ``= + < > |`` are ``Sm`` too
+  but are everyday prose ("p < 0.05", "A|B"), so they count only through the patterns below.
+  Runs of 3+ Greek letters are Greek words (a Greek-language text), not symbols: they count
+  nowhere (nor as Greek letters).
+* **patterns**: the number of distinct pattern KINDS present (a kind counts once however often
+  it occurs, so "d1, d2 and d3" is one hit): >= 3 +2.0, 2 +1.5, 1 +0.5. The kinds
+  (:func:`pattern_kinds` lists them for a text):
+  ``scripts`` ``x_i``, ``y_{t-1}``, ``x^2`` (a lone letter before ``_``: "max_tokens" is not);
+  ``definition`` ``f(x) =``, ``P(y | x) =``, or a one-letter (optionally subscripted) variable
+  set to anything but a bare number (``E = mc²``; "n = 30" is a statistic);
+  ``big_operator`` ∑ ∏ ∫ ∮ √ or ``\\sum \\prod \\int \\sqrt``;
+  ``function_call`` ``sqrt( log( ln( exp( sin( cos( tan( tanh( sigmoid( softmax( argmax(
+  argmin( max( min( det(`` with no space before the parenthesis;
+  ``latex`` a known LaTeX math command or any ``\\command{``;
+  ``indexed_variable`` a lone letter followed by 1-2 digits (``d1``, ``x12``; not "H2O");
+  ``greek_list`` ``α, β``;
+  ``variable_run`` lone letters joined by an operator (``a * b``) or 2+ lone letters running
+  into one (``a b c =``; "the a b c flags" has no operator and is not a hit).
+  Operators: ASCII ``= + * ^ < >`` and ``− ± × · ÷ ≤ ≥ ≠ ≈ ≡ ∝ ∈ ∉ ⊂ ⊆ ∪ ∩ → ⇒ ⇔``; the ASCII
+  hyphen and ``/`` are not operators ("A-B", "A/B testing", "w/o").
+* **short** (< 80 characters, stripped) with an isolated single-letter variable: +1.0. A
+  variable is a lone letter next to an operator - so a lone "a", "I" or "A" in prose is a word,
+  not a variable - and "letter, operator, bare number" ("p < 0.05", "n = 30") is a statistic.
+* **lead-in**: the previous block ends with "defined as", "given by", "expressed as",
+  "computed as", "calculated as", "written as", "denoted by/as" or "where x is/denotes" (x a
+  letter, optionally subscripted, a Greek letter or a LaTeX command), case and spacing free,
+  optionally followed by ":" or ",": +1.5. The text itself contains such a phrase: +1.0.
+* **Greek letters**: >= 2 +1.5, exactly 1 +0.5 (occurrences, not distinct letters).
+
+A text with math characters but not one letter or digit (``· · ·``) is a separator rule or an
+ornament, never a formula: it scores 0.
+
+Speed (this runs on every paragraph; bench/bench_text_stages.py measures it): no per-character
+Python loops. ASCII text (``str.isascii`` is O(1) in CPython) skips the Unicode counts; every
+pattern kind is gated by a C-speed ``in`` test on a character it cannot match without; regexes
+that run on a whole text start with a literal (the engine then jumps between occurrences with a
+fast substring search - a pattern starting with a character class is tried at every position,
+~10x slower); and operator-centred patterns are matched AT each operator, the left context by
+``re.match`` on the reversed window before it, never by a scan. :func:`looks_like_equation`
+(what the pipeline calls) stops as soon as the answer is decided.
+"""
 
 from __future__ import annotations
 
+import re
+import unicodedata
+
 EQUATION_THRESHOLD = 2.0
+
+_GREEK_LETTERS = "".join(chr(c) for c in range(0x391, 0x3AA) if c != 0x3A2) + "".join(
+    chr(c) for c in range(0x3B1, 0x3CA)
+) + "ϑϕϖϵϱ"
+_GREEK_ANY = "\u0370-\u03ff\u1f00-\u1fff"  # Greek and Greek Extended: what a Greek word is made of
+_EXTRA_MATH = "·‖′″⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁿⁱ₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎"
+# Blocks scanned for category Sm at import (ms, not the 1.1M code points): Latin-1, Greek,
+# General Punctuation .. Misc Symbols and Arrows, Alphabetic Presentation .. Halfwidth Forms.
+_SM_SCAN = ((0x80, 0x400), (0x2000, 0x2C00), (0xFB00, 0x10000))
+
+
+def _math_class() -> str:
+    """The regex character class body of the non-ASCII math characters."""
+    chars = set(_GREEK_LETTERS) | set(_EXTRA_MATH)
+    for lo, hi in _SM_SCAN:
+        chars.update(chr(c) for c in range(lo, hi) if unicodedata.category(chr(c)) == "Sm")
+    return "".join(re.escape(c) for c in sorted(chars)) + "\U0001d400-\U0001d7ff"
+
+
+_MATH_CLASS = _math_class()
+_GREEK_SET = frozenset(_GREEK_LETTERS)
+
+_MATH_RE = re.compile(f"[{_MATH_CLASS}]")
+_GREEK_WORD_RE = re.compile(f"[{_GREEK_ANY}]{{3,}}")
+
+_OP_CHARS = "=+*^<>−±×·÷≤≥≠≈≡∝∈∉⊂⊆∪∩→⇒⇔"
+_ASCII_OPS = "=+*^<>"
+_UNICODE_OPS = frozenset(_OP_CHARS) - frozenset(_ASCII_OPS)
+_NO_SYMBOLS: frozenset[str] = frozenset()
+_WINDOW = 40  # characters of left context examined before an operator
+_MAX_OPS = 64  # operators examined per text (a formula has few; bounds pathological input)
+_SCRIPT = r"(?:\{[^{}\n]{1,16}\}|[A-Za-z0-9]{1,3}\b)"
+_NOT_WORD_BEFORE = r"(?![\w'’.\\])"  # in a REVERSED window: the char before the letter
+_BARE_RHS_RE = re.compile(r"\s*(?:[-−]?\d[\d.,]*%?(?![\w(^_])|$)")  # "= 30", "< 0.05": statistic
+
+_SUB_RE = re.compile(rf"_(?<=(?<![\w\\])[A-Za-z]_){_SCRIPT}")
+_SUP_RE = re.compile(rf"\^(?<=[A-Za-z0-9)\]}}]\^){_SCRIPT}")
+_BIG_OP_RE = re.compile(r"\\(?:sum|prod|int|oint|sqrt)(?![A-Za-z])")
+_BIG_OPS = ("∑", "∏", "∫", "∮", "√")
+_CALL_RE = re.compile(
+    r"\((?:(?<=\b(?:log|exp|sin|cos|tan|max|min|det)\()|(?<=\bln\()|(?<=\b(?:sqrt|tanh)\()"
+    r"|(?<=\barg(?:max|min)\()|(?<=\b(?:sigmoid|softmax)\())"
+)
+_LATEX_RE = re.compile(
+    r"\\(?:frac|dfrac|sum|prod|int|sqrt|partial|nabla|cdot|times|leq?|geq?|neq|approx|infty"
+    r"|alpha|beta|gamma|delta|epsilon|varepsilon|theta|lambda|mu|sigma|phi|pi|omega|Sigma|Delta"
+    r"|mathbf|mathrm|mathcal|hat|bar|vec|tilde|left|right|log|exp|in|to|rightarrow)(?![A-Za-z])"
+    r"|\\[A-Za-z]+\{"
+)
+_GREEK_LIST_RE = re.compile(f"[{_GREEK_LETTERS}]\\s*,\\s*[{_GREEK_LETTERS}](?!\\w)")
+# Reversed left contexts of an operator ("... f(x) =" reads ") x ( f ..." backwards).
+_REV_LONE_RE = re.compile(rf"\s*[A-Za-z]{_NOT_WORD_BEFORE}")
+_REV_RUN_RE = re.compile(rf"\s*[A-Za-z](?:[ \t]+[A-Za-z](?![\w'’]))+{_NOT_WORD_BEFORE}")
+# x, x_i, y_{t-1} before "=" (reversed):
+_REV_VAR_RE = re.compile(rf"\s*(?:\}}[^{{}}\n]{{1,12}}\{{_|\w{{1,6}}_)?[A-Za-z]{_NOT_WORD_BEFORE}")
+_REV_FUNC_RE = re.compile(r"\s*\)[^()=\n]{1,30}\(\s*[A-Za-z0-9]{0,3}[A-Za-z](?!\w)")  # f(x), P(y|x)
+_LONE_AFTER_RE = re.compile(r"\s*[A-Za-z](?![\w'’(])")
+# Text "shape" for d1-style variables: letters/underscore -> a, digits -> 0, other ASCII -> space,
+# non-ASCII bytes -> # (word characters, as \b treats them). bytes.translate is a C loop.
+_SHAPE = bytes(
+    ord("a") if chr(b).isalpha() or b == ord("_") else ord("0") if chr(b).isdigit() else ord(" ")
+    for b in range(128)
+) + b"#" * 128
+
+# Lead-in phrases. A verb stem without its first letter matches "Given" and "given" alike; a
+# hit is confirmed on the lower-cased text by a regex that starts with the literal verb.
+_VERBS = ("defined", "given", "expressed", "computed", "calculated", "written", "denoted")
+_VERB_ENDINGS = tuple(f"{v} {p}" for v in _VERBS for p in ("as", "by"))
+_WHERE = (
+    r"where(?<!\wwhere)\s+"
+    rf"(?:[a-z](?:_\{{?\w+\}}?|\d+)?|[{_GREEK_LETTERS}]\w*|\\[a-z]+)\s+(?:is|denotes)"
+)
+_WHERE_RE = re.compile(_WHERE + r"\b")
+_WHERE_END_RE = re.compile(_WHERE + "$")
+_STEM_RES = (
+    *((v[1:], re.compile(rf"{v}(?<!\w{v})\s+(?:as|by)\b")) for v in _VERBS),
+    ("here", _WHERE_RE),  # "where" and "Where"
+)
+_LEAD_IN_LAST = frozenset(("as", "by", "is", "es"))  # how every lead-in phrase ends
+_LEAD_IN_TAIL = 60  # the longest lead-in phrase is far shorter; only the tail is searched
+_ALNUM_RE = re.compile(r"[^\W_]")
+_SIGNALS = ("density", "patterns", "short_variable", "lead_in", "own_phrase", "greek")
+
+
+def _math_scan(text: str) -> tuple[int, int, frozenset[str]]:
+    """(math characters, Greek letters, the distinct math characters) of ``text``.
+
+    Letters of Greek words are not counted. ASCII text returns at once: ``str.isascii`` is O(1)
+    in CPython and no math character is ASCII.
+    """
+    if text.isascii():
+        return 0, 0, _NO_SYMBOLS
+    symbols = _MATH_RE.findall(text)
+    n_greek = sum(map(_GREEK_SET.__contains__, symbols))
+    if n_greek >= 3:  # only then can a Greek word (3+ letters) be present
+        in_words = sum(map(_GREEK_SET.__contains__, "".join(_GREEK_WORD_RE.findall(text))))
+        return len(symbols) - in_words, n_greek - in_words, frozenset(symbols)
+    return len(symbols), n_greek, frozenset(symbols)
+
+
+def _density_points(n_math: int, text: str) -> float:
+    if not n_math:
+        return 0.0
+    density = n_math / sum(map(len, text.split()))  # over non-space characters; runs in C
+    return 2.0 if density > 0.05 else 1.0 if density > 0.01 else 0.0
+
+
+def _op_positions(text: str, symbols: frozenset[str]) -> list[int]:
+    """Indices of operator characters (at most :data:`_MAX_OPS`), found by C-speed str.find.
+
+    The non-ASCII operators are all math characters, so ``symbols`` says which are present.
+    """
+    found: list[int] = []
+    for op in (*_ASCII_OPS, *(symbols & _UNICODE_OPS)) if symbols else _ASCII_OPS:
+        i = text.find(op)
+        while i >= 0 and len(found) < _MAX_OPS:
+            found.append(i)
+            i = text.find(op, i + 1)
+    return found
+
+
+def _left(text: str, i: int) -> str:
+    """The reversed window of text before index ``i`` (so its end can be ``re.match``-ed)."""
+    return text[max(0, i - _WINDOW):i][::-1]
+
+
+def _has_definition(text: str, ops: list[int]) -> bool:
+    """``f(x) =``, ``P(y | x) =``, or a one-letter variable set to something but a bare number."""
+    for i in ops:
+        if text[i] != "=" or text[i - 1 : i] in ("=", "<", ">", "!") or text[i + 1 : i + 2] == "=":
+            continue
+        left = _left(text, i)
+        if _REV_FUNC_RE.match(left) or (_REV_VAR_RE.match(left) and not _BARE_RHS_RE.match(text, i + 1)):
+            return True
+    return False
+
+
+def _has_variable_run(text: str, ops: list[int]) -> bool:
+    """Lone letters joined by an operator (``a*x + b``) or running into one (``a b c =``)."""
+    for i in ops:
+        left = _left(text, i)
+        if _REV_RUN_RE.match(left) or (_REV_LONE_RE.match(left) and _LONE_AFTER_RE.match(text, i + 1)):
+            return True
+    return False
+
+
+def _has_isolated_variable(text: str, ops: list[int]) -> bool:
+    """A lone letter next to an operator, "letter, operator, bare number" (a statistic) aside."""
+    for i in ops:
+        if _LONE_AFTER_RE.match(text, i + 1):
+            return True
+        if _REV_LONE_RE.match(_left(text, i)) and not _BARE_RHS_RE.match(text, i + 1):
+            return True
+    return False
+
+
+def _has_indexed_variable(text: str) -> bool:
+    """d1-style variables: a lone letter followed by one or two digits (``d1``, ``x12``)."""
+    shape = text.encode("utf-8").translate(_SHAPE)
+    if b"0" not in shape:  # memchr: most prose has no digit at all
+        return False
+    shape = b" " + shape + b" "
+    return b" a0 " in shape or b" a00 " in shape
+
+
+_KIND_NAMES = (
+    "scripts", "definition", "big_operator", "function_call", "latex", "indexed_variable",
+    "greek_list", "variable_run",
+)
+
+
+def _kind_hits(text: str, ops: list[int], n_greek: int, symbols: frozenset[str]) -> tuple[bool, ...]:
+    """Which pattern kinds (in :data:`_KIND_NAMES` order) occur in ``text``; each counts once."""
+    backslash = "\\" in text
+    return (
+        ("_" in text and _SUB_RE.search(text) is not None)
+        or ("^" in text and _SUP_RE.search(text) is not None),
+        bool(ops) and _has_definition(text, ops),
+        bool(symbols and not symbols.isdisjoint(_BIG_OPS))
+        or (backslash and _BIG_OP_RE.search(text) is not None),
+        "(" in text and _CALL_RE.search(text) is not None,
+        backslash and _LATEX_RE.search(text) is not None,
+        _has_indexed_variable(text),
+        n_greek >= 2 and _GREEK_LIST_RE.search(text) is not None,
+        bool(ops) and _has_variable_run(text, ops),
+    )
+
+
+def pattern_kinds(text: str) -> list[str]:
+    """The equation-like pattern kinds found in ``text`` (for tests and debugging)."""
+    _, n_greek, symbols = _math_scan(text)
+    hits = _kind_hits(text, _op_positions(text, symbols), n_greek, symbols)
+    return [name for name, hit in zip(_KIND_NAMES, hits, strict=True) if hit]
+
+
+def _pattern_points(hits: int) -> float:
+    return 2.0 if hits >= 3 else 1.5 if hits == 2 else 0.5 if hits == 1 else 0.0
+
+
+def _greek_points(n_greek: int) -> float:
+    return 1.5 if n_greek >= 2 else 0.5 if n_greek == 1 else 0.0
+
+
+def _has_phrase(text: str) -> bool:
+    """Whether ``text`` contains a lead-in phrase ("defined as", "given by", "where x denotes")."""
+    lowered = None
+    for stem, pattern in _STEM_RES:
+        if stem in text:
+            lowered = lowered or text.lower()
+            if pattern.search(lowered):
+                return True
+    return False
+
+
+def _ends_with_lead_in(previous_text: str | None) -> bool:
+    """Whether the previous block ends with a lead-in phrase, optionally followed by ':' or ','."""
+    if not previous_text:
+        return False
+    tail = previous_text[-_LEAD_IN_TAIL:]
+    if tail.rstrip().rstrip(":,").rstrip()[-2:].lower() not in _LEAD_IN_LAST:  # most prose: "."
+        return False
+    tail = " ".join(tail.lower().split()).rstrip(":,").rstrip()
+    return tail.endswith(_VERB_ENDINGS) or (
+        tail.endswith(("is", "denotes")) and _WHERE_END_RE.search(tail) is not None
+    )
+
+
+def _core_signals(text: str) -> dict[str, float] | None:
+    """The signals of ``text`` alone but its own phrase.
+
+    None when the text has math characters but no letter or digit: a separator rule such as
+    ``· · ·`` or an ornament, never a formula (a formula has operands).
+    """
+    n_math, n_greek, symbols = _math_scan(text)
+    if n_math and _ALNUM_RE.search(text) is None:
+        return None
+    ops = _op_positions(text, symbols)
+    short = len(text) < 80 or len(text.strip()) < 80
+    return {
+        "density": _density_points(n_math, text),
+        "patterns": _pattern_points(sum(_kind_hits(text, ops, n_greek, symbols))),
+        "short_variable": 1.0 if short and _has_isolated_variable(text, ops) else 0.0,
+        "greek": _greek_points(n_greek),
+    }
+
+
+def equation_signals(text: str, previous_text: str | None = None) -> dict[str, float]:
+    """Each signal's contribution to the equation score (they sum to :func:`equation_score`).
+
+    A text with math characters but no letter or digit (a separator rule such as ``· · ·``)
+    scores 0 everywhere: a formula has operands.
+
+    Args:
+        text: the candidate block's text.
+        previous_text: the preceding block's text (its ending may announce a formula).
+
+    Returns:
+        ``{"density", "patterns", "short_variable", "lead_in", "own_phrase", "greek"}`` points.
+    """
+    core = _core_signals(text)
+    if core is None:
+        return dict.fromkeys(_SIGNALS, 0.0)
+    return {
+        "density": core["density"],
+        "patterns": core["patterns"],
+        "short_variable": core["short_variable"],
+        "lead_in": 1.5 if _ends_with_lead_in(previous_text) else 0.0,
+        "own_phrase": 1.0 if _has_phrase(text) else 0.0,
+        "greek": core["greek"],
+    }
 
 
 def equation_score(text: str, previous_text: str | None = None) -> float:
     """Score how equation-like ``text`` is; ``previous_text`` is the preceding block's text."""
-    return 0.0
+    return sum(equation_signals(text, previous_text).values())
 
 
 def looks_like_equation(text: str, previous_text: str | None = None) -> bool:
-    """True when :func:`equation_score` reaches :data:`EQUATION_THRESHOLD`."""
-    return equation_score(text, previous_text) >= EQUATION_THRESHOLD
+    """True when :func:`equation_score` reaches :data:`EQUATION_THRESHOLD`. Use this in the hot path.
+
+    Same answer as comparing the score, cheaper: every signal is non-negative, so the signals
+    are added cheapest first and the answer is returned as soon as the threshold is reached
+    (most formulas: on their math-character density alone) or can no longer be reached (the
+    own-phrase test, the costliest, runs only when its +1.0 can still decide).
+    """
+    n_math, n_greek, symbols = _math_scan(text)
+    if n_math and _ALNUM_RE.search(text) is None:
+        return False
+    total = _density_points(n_math, text) + _greek_points(n_greek)
+    if total >= EQUATION_THRESHOLD:
+        return True
+    total += 1.5 if _ends_with_lead_in(previous_text) else 0.0
+    if total >= EQUATION_THRESHOLD:
+        return True
+    ops = _op_positions(text, symbols)
+    total += _pattern_points(sum(_kind_hits(text, ops, n_greek, symbols)))
+    if total < EQUATION_THRESHOLD and (len(text) < 80 or len(text.strip()) < 80):
+        total += 1.0 if _has_isolated_variable(text, ops) else 0.0
+    if total >= EQUATION_THRESHOLD or total + 1.0 < EQUATION_THRESHOLD:
+        return total >= EQUATION_THRESHOLD
+    return _has_phrase(text)

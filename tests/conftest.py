@@ -47,3 +47,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         socket_allow_hosts(LOOPBACK, allow_unix_socket=True)
     else:
         disable_socket(allow_unix_socket=True)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """Which Redis the integration tests use (the choice lives in tests/integration/conftest.py).
+
+    Declared here because pytest only asks root-level conftests for the header.
+    """
+    from tests.integration.conftest import describe_redis_choice
+
+    return describe_redis_choice()

@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""Worker benchmark: small structural documents through real Redis and real worker processes.
+
+Documents: ``gen_blocks.generate(BLOCKS, seed=i)`` (50 blocks by default), one per seed. Rows:
+
+* ``direct``: ``longparser.chunk_request`` in this process, with the same resources a worker
+  child builds (language ID, word list when present): the engine's own cost per document;
+* ``worker c=N sequential``: one document in flight at a time: latency from ``submit`` to the
+  result being stored (visible in Redis) is the service's overhead on top of the engine;
+* ``worker c=N burst``: every document submitted at once: throughput (documents / s from the
+  first submit to the last stored result) and latency including queueing.
+
+Each worker (``celery -A worker worker -c N``, prefork, events on) is started and stopped by
+this script; the store is polled by one thread with ``MGET`` every 5 ms, so a result's
+arrival time does not depend on a client's polling interval. Everything lives on its own Redis
+database (default 14) under a unique key prefix, deleted at the end (no FLUSH).
+
+Usage:
+    .venv/bin/python bench/bench_worker.py                     # 200 docs, c=1 and c=2
+    .venv/bin/python bench/bench_worker.py --docs 400 --redis redis://127.0.0.1:6379/14
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+ROOT = BENCH_DIR.parent
+sys.path[:0] = [str(BENCH_DIR), str(ROOT)]
+
+import gen_blocks  # noqa: E402 - the copy beside this file
+import redis  # noqa: E402
+
+from config.settings import Settings  # noqa: E402
+from longparser import chunk_request  # noqa: E402
+from schemas import parse_input  # noqa: E402
+from tasks import client  # noqa: E402
+from worker.keys import result_key  # noqa: E402
+from worker.process import build_process_resources  # noqa: E402
+
+DEFAULT_REDIS = "redis://127.0.0.1:6379/14"
+READY_TIMEOUT_S = 60.0
+POLL_S = 0.005
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of a non-empty list."""
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
+    return ordered[rank - 1]
+
+
+def documents(n: int, blocks: int, prefix: str) -> list[dict[str, Any]]:
+    return [{"document_id": f"{prefix}-doc-{i}", "blocks": gen_blocks.generate(blocks, seed=i)}
+            for i in range(n)]
+
+
+def bench_direct(docs: list[dict[str, Any]], settings: Settings) -> dict[str, float]:
+    """The engine in this process, validation included (what the task does)."""
+    resources = build_process_resources(settings)
+    chunk_request(parse_input(docs[0]), resources)  # warm-up
+    latencies = []
+    started = time.perf_counter()
+    for doc in docs:
+        t0 = time.perf_counter()
+        chunk_request(parse_input(doc), resources)
+        latencies.append(time.perf_counter() - t0)
+    return {"elapsed": time.perf_counter() - started, **_stats(latencies, len(docs))}
+
+
+def _stats(latencies: list[float], n: int, elapsed: float | None = None) -> dict[str, float]:
+    total = elapsed if elapsed is not None else sum(latencies)
+    return {"p50_ms": percentile(latencies, 50) * 1000, "p95_ms": percentile(latencies, 95) * 1000,
+            "docs_per_s": n / total}
+
+
+class StoreWatcher:
+    """Records when each document's result key appears (one MGET loop in a thread)."""
+
+    def __init__(self, url: str, prefix: str, document_ids: list[str]) -> None:
+        self.client = redis.Redis.from_url(url)
+        self.keys = {result_key(prefix, d): d for d in document_ids}
+        self.seen: dict[str, float] = {}
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        pending = list(self.keys)
+        while pending:
+            values = self.client.mget(pending)
+            now = time.perf_counter()
+            for key, value in zip(pending, values, strict=True):
+                if value is not None:
+                    self.seen[self.keys[key]] = now
+            pending = [k for k, v in zip(pending, values, strict=True) if v is None]
+            time.sleep(POLL_S)
+
+    def start(self) -> StoreWatcher:
+        self._thread.start()
+        return self
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise TimeoutError(f"only {len(self.seen)}/{len(self.keys)} results stored in {timeout} s")
+
+
+def _env(settings: Settings) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LONGPARSER_")}
+    for name, value in settings.model_dump().items():
+        env[f"LONGPARSER_{name.upper()}"] = "" if value is None else (
+            ("true" if value else "false") if isinstance(value, bool) else str(value))
+    return env
+
+
+def start_worker(settings: Settings, concurrency: int, log_dir: Path) -> tuple[subprocess.Popen, str]:
+    node = f"bench-c{concurrency}-{uuid.uuid4().hex[:6]}@{socket.gethostname()}"
+    argv = [str(Path(sys.executable).with_name("celery")), "-A", "worker", "worker", "-P", "prefork",
+            "-c", str(concurrency), "-n", node, "-Q", settings.structural_queue, "-E", "-l", "WARNING",
+            "--without-gossip", "--without-mingle", "--without-heartbeat"]
+    with (log_dir / f"worker-c{concurrency}.log").open("wb") as log:
+        proc = subprocess.Popen(argv, cwd=ROOT, env=_env(settings), stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    app = client.producer_app(settings)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not app.control.ping(destination=[node], timeout=0.5):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            stop_worker(proc)
+            raise RuntimeError(f"worker {node} did not start; see {log_dir}")
+    return proc, node
+
+
+def stop_worker(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(15)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)  # pool children left behind
+    proc.wait()
+
+
+def _run_batch(docs: list[dict[str, Any]], settings: Settings, sequential: bool) -> dict[str, float]:
+    watcher = StoreWatcher(settings.result_url, settings.key_prefix, [d["document_id"] for d in docs]).start()
+    submitted: dict[str, float] = {}
+    task_ids = []
+    started = time.perf_counter()
+    for doc in docs:
+        submitted[doc["document_id"]] = time.perf_counter()
+        task_ids.append(client.submit(doc, settings=settings).task_id)
+        while sequential and doc["document_id"] not in watcher.seen:
+            time.sleep(POLL_S)
+    watcher.join(timeout=300)
+    latencies = [watcher.seen[d] - submitted[d] for d in submitted]
+    stats = _stats(latencies, len(docs), elapsed=max(watcher.seen.values()) - started)
+    return {**stats, "task_ms": percentile(_task_durations(settings, task_ids), 50)}
+
+
+def _task_durations(settings: Settings, task_ids: list[str]) -> list[float]:
+    """``duration_ms`` the tasks report (validate + chunk + store, inside the worker child)."""
+    app = client.producer_app(settings)
+    return [float(app.AsyncResult(task_id).get(timeout=30)["duration_ms"]) for task_id in task_ids]
+
+
+def bench_worker(docs: list[dict[str, Any]], settings: Settings, concurrency: int,
+                 log_dir: Path, sequential_n: int) -> dict[str, dict[str, float]]:
+    """Sequential and burst runs on one worker with ``concurrency`` pool processes."""
+    proc, _ = start_worker(settings, concurrency, log_dir)
+    try:
+        tag = f"c{concurrency}-{uuid.uuid4().hex[:4]}"
+        renamed = [{**d, "document_id": f"{d['document_id']}-{tag}"} for d in docs]
+        _run_batch(renamed[:4], settings, sequential=False)  # warm-up: children, connections
+        sequential = [{**d, "document_id": f"{d['document_id']}-seq"} for d in renamed[:sequential_n]]
+        return {"sequential": _run_batch(sequential, settings, sequential=True),
+                "burst": _run_batch([{**d, "document_id": f"{d['document_id']}-burst"} for d in renamed],
+                                    settings, sequential=False)}
+    finally:
+        stop_worker(proc)
+
+
+def print_table(n: int, seq_n: int, blocks: int, direct: dict[str, float],
+                workers: dict[int, dict[str, dict[str, float]]]) -> None:
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"\n{blocks}-block structural documents (gen_blocks seeds 0..{n - 1}), real Redis; "
+          f"{os.cpu_count()} CPUs, load average {load}\n")
+    print(f"{'path':<28}{'docs':>6}{'p50 ms':>10}{'p95 ms':>10}{'docs/s':>10}{'task p50 ms':>13}")
+    rows = [("direct chunk_request", n, {**direct, "task_ms": direct["p50_ms"]})]
+    for concurrency, runs in workers.items():
+        rows.append((f"worker c={concurrency} sequential", seq_n, runs["sequential"]))
+        rows.append((f"worker c={concurrency} burst", n, runs["burst"]))
+    for label, count, s in rows:
+        print(f"{label:<28}{count:>6}{s['p50_ms']:>10.1f}{s['p95_ms']:>10.1f}{s['docs_per_s']:>10.1f}"
+              f"{s['task_ms']:>13.1f}")
+    print("\nsequential: one document in flight (latency = submit -> result stored); burst: all submitted"
+          "\nat once (docs/s = documents / (last stored - first submit)); direct: engine in-process."
+          "\ntask p50 ms: the duration_ms a task reports (validate + chunk + store, in the worker child).")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", type=int, default=200, help="documents per burst run")
+    parser.add_argument("--sequential", type=int, default=50, help="documents per sequential run")
+    parser.add_argument("--blocks", type=int, default=50)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--redis", default=os.environ.get("LONGPARSER_BENCH_REDIS_URL", DEFAULT_REDIS))
+    args = parser.parse_args(argv)
+    prefix = f"lpbench-{uuid.uuid4().hex[:8]}"
+    settings = Settings(broker_url=args.redis, result_url=args.redis, key_prefix=prefix,
+                        celery_key_prefix=f"{prefix}-celery:")
+    store = redis.Redis.from_url(args.redis)
+    store.ping()
+    docs = documents(args.docs, args.blocks, prefix)
+    try:
+        direct = bench_direct(docs, settings)
+        with tempfile.TemporaryDirectory(prefix="lpbench-logs-") as logs:
+            workers = {c: bench_worker(docs, settings, c, Path(logs), args.sequential)
+                       for c in args.concurrency}
+        print_table(args.docs, args.sequential, args.blocks, direct, workers)
+    finally:
+        keys = list(store.scan_iter(match=f"{prefix}*", count=1000))
+        for start in range(0, len(keys), 1000):
+            store.delete(*keys[start:start + 1000])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

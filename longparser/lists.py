@@ -1,0 +1,52 @@
+"""Stage 5: list chunks (a run of list items plus its lead-in paragraph).
+
+The lead-in and the items form one ``list`` chunk when their token sum fits ``max_tokens``.
+Otherwise the run is split at bullet boundaries, never inside a bullet: the first piece holds
+the lead-in (primary content) and as many items as fit; every later piece starts with the
+lead-in repeated as context (``prefix``; its id is NOT in the piece's block_ids; metadata
+``lead_in_repeated`` / ``lead_in_block_id``), so no piece loses what it is a list of.
+
+Decisions: the repeated lead-in counts towards every piece's budget (a piece of items plus
+its context aims at the target); a piece always holds at least one item (a lead-in is never
+left alone, a single oversized bullet stays whole); lead-in and items are joined by a newline.
+"""
+
+from __future__ import annotations
+
+from longparser.build import Draft, join_texts
+from longparser.prepare import Rec
+
+ITEM_SEPARATOR = "\n"
+
+
+def list_groups(lead: Rec | None, items: list[Rec], max_tokens: int) -> list[list[Rec]]:
+    """Split items into pieces; the first piece starts with ``lead`` when there is one."""
+    base = lead.tokens if lead is not None else 0
+    groups: list[list[Rec]] = []
+    current: list[Rec] = [lead] if lead is not None else []
+    has_item = False
+    running = base
+    for item in items:
+        if has_item and running + item.tokens > max_tokens:
+            groups.append(current)
+            current, running = [], base
+        current.append(item)
+        running += item.tokens
+        has_item = True
+    groups.append(current)
+    return groups
+
+
+def list_drafts(
+    lead: Rec | None, items: list[Rec], max_tokens: int, section: int, path: tuple[str, ...]
+) -> list[Draft]:
+    """List drafts for one run of list items (and its optional lead-in)."""
+    drafts: list[Draft] = []
+    for number, group in enumerate(list_groups(lead, items, max_tokens)):
+        body = join_texts(group, ITEM_SEPARATOR)
+        if number == 0 or lead is None:
+            drafts.append(Draft(group, body, "list", section, path))
+        else:
+            prefix = lead.text + ITEM_SEPARATOR
+            drafts.append(Draft(group, body, "list", section, path, prefix=prefix, lead_id=lead.block_id))
+    return drafts

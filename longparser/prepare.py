@@ -1,0 +1,135 @@
+"""Stages 1-2: light internal records, exclusions, equation re-tagging (SPEC 3.1-3.2).
+
+The caller's blocks are never touched: each kept block becomes a :class:`Rec`, a slotted
+record that the later stages read instead of the pydantic model (attribute access on a
+slotted object is several times cheaper than on a model, and re-tagging a record cannot
+mutate the caller's Block or dict).
+
+Decisions where SPEC is silent:
+
+* Exclusions run before equation detection, so the "previous text" handed to the detector
+  is the previous *kept* block (a page footer between a lead-in and its formula must not
+  hide the lead-in).
+* Check order per block: header/footer (when ``exclude_headers_footers``), then blank, then
+  separator-only. A table block with cells is never blank (its text may be empty).
+* Separator-only: every character is one of ``_ - = . · •``, whitespace, or a box-drawing
+  character (U+2500-U+257F), and at least one such character is present.
+* Only ``paragraph`` blocks are re-tagged; blocks the extractor typed ``equation`` stay
+  equations and are not counted in ``equations_detected`` (that stat counts re-tags).
+* With ``exclude_headers_footers`` off, headers and footers are ordinary content.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from longparser.equations import looks_like_equation
+from longparser.tokens import TokenCounter
+from longparser.tables import Grid, build_grid
+from schemas import Block, ChunkingConfig
+
+_SEPARATOR_CHARS = frozenset("_-=.·•") | frozenset(chr(c) for c in range(0x2500, 0x2580))
+
+
+class Rec:
+    """One kept block, as the stages see it.
+
+    Attributes:
+        pos: index in the caller's sequence (reading order; the chunk order key).
+        block_id, kind, text, page, path, confidence: from the block (kind may be re-tagged).
+        tokens: the token counter's estimate of ``text`` (0 for table blocks).
+        grid: a structured table block's grid (built here, so the block's pydantic cells can be
+            freed as soon as the block is read: memory stays flat on large documents), or None
+            (every other block, and a table block without cells).
+    """
+
+    __slots__ = ("block_id", "confidence", "grid", "kind", "page", "path", "pos", "text", "tokens")
+
+    def __init__(
+        self,
+        pos: int,
+        block_id: str,
+        kind: str,
+        text: str,
+        page: int,
+        path: tuple[str, ...],
+        confidence: float,
+        tokens: int,
+        grid: Grid | None,
+    ) -> None:
+        self.pos, self.block_id, self.kind, self.text = pos, block_id, kind, text
+        self.page, self.path, self.confidence = page, path, confidence
+        self.tokens, self.grid = tokens, grid
+
+    def __repr__(self) -> str:  # debugging aid only
+        return f"Rec({self.pos}, {self.block_id!r}, {self.kind!r}, {self.text[:30]!r})"
+
+
+def is_separator(text: str) -> bool:
+    """True for separator-only text such as ``-----``, ``· · ·`` or a box-drawing rule."""
+    seen = False
+    for char in text:
+        if char in _SEPARATOR_CHARS:
+            seen = True
+        elif not char.isspace():
+            return False
+    return seen
+
+
+def exclusion_reason(block: Block, exclude_headers_footers: bool) -> str | None:
+    """Why ``block`` is excluded (``header``/``footer``/``blank``/``separator``), or None."""
+    kind = block.type
+    if exclude_headers_footers and (kind == "header" or kind == "footer"):
+        return kind
+    if kind == "table" and block.table is not None and block.table.cells:
+        return None
+    text = block.text
+    if not text or text.isspace():
+        return "blank"
+    if is_separator(text):
+        return "separator"
+    return None
+
+
+def prepare(
+    blocks: Iterable[Block], config: ChunkingConfig, counter: TokenCounter
+) -> tuple[list[Rec], dict[str, int], int]:
+    """Exclude, re-tag and convert blocks.
+
+    Returns:
+        ``(records, excluded_counts, equations_detected)``; ``excluded_counts`` holds only
+        non-zero reasons.
+    """
+    records: list[Rec] = []
+    excluded: dict[str, int] = {}
+    retagged = 0
+    previous_text: str | None = None
+    detect = config.detect_equations
+    drop_hf = config.exclude_headers_footers
+    last_list: list[str] | None = None
+    path: tuple[str, ...] = ()
+    for pos, block in enumerate(blocks):
+        reason = exclusion_reason(block, drop_hf)
+        if reason is not None:
+            excluded[reason] = excluded.get(reason, 0) + 1
+            continue
+        kind, text = block.type, block.text
+        if detect and kind == "paragraph" and looks_like_equation(text, previous_text):
+            kind = "equation"
+            retagged += 1
+        if block.hierarchy_path != last_list:  # consecutive blocks share one path tuple
+            last_list = block.hierarchy_path
+            path = tuple(last_list)
+        grid = None
+        if kind == "table":
+            tokens = 0
+            if block.table is not None and block.table.cells:
+                grid = build_grid(block.table)
+        else:
+            tokens = counter(text)
+        records.append(
+            Rec(pos, block.block_id, kind, text, block.provenance.page_number, path,
+                block.confidence.overall, tokens, grid)
+        )
+        previous_text = text
+    return records, excluded, retagged

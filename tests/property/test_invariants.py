@@ -1,0 +1,300 @@
+"""Hypothesis invariants of the engine (DESIGN convention 6), for every stream the strategies make.
+
+For any valid request (blocks from :mod:`tests.property.strategies`, any valid config, with or
+without resources):
+
+* chunking never raises, and the result validates against the output schema;
+* nothing is lost: every kept block's text appears (whitespace-normalised, see
+  :func:`norm`) in a chunk that lists the block among its sources; for a table with cells,
+  every non-empty cell text does;
+* exclusions match SPEC 3.2 (header/footer when enabled, blank, separator-only) and are
+  counted in the stats;
+* chunks are in reading order (by first primary block), each chunk's block ids are in
+  reading order without repeats, exist in the input and were not excluded;
+* chunk ids are unique; page numbers are sorted, unique and exactly the pages of the
+  chunk's primary blocks;
+* overlap copies the previous chunk's trailing paragraphs (same section, never tables) without
+  citing them; a chunk holding an equation block is an equation chunk; token counts are the
+  DEC-04 estimate of the final text;
+* a split list's later pieces repeat the lead-in without citing it; a table's row chunks cover
+  its data rows contiguously from 1 in batches of at most ``table_rows_per_chunk``;
+* the same input twice gives byte-identical result JSON (timings aside), and Block models
+  give the same result as their dicts;
+* the caller's blocks are unchanged.
+
+"Appears" compares whitespace-normalised text (``" ".join(text.split())``): the engine keeps
+block texts verbatim, but table cells are stripped and their inner whitespace runs collapsed
+(longparser/tables.py), and a cell's text is embedded in a row rendering.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from longparser import chunk_blocks
+from longparser.resources import Resources
+from longparser.tokens import estimate_tokens
+from schemas import Block, ChunkResult
+from tests.property.strategies import block_streams, configs
+
+PROPERTY_SETTINGS = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+)
+SEPARATOR_CHARS = frozenset("_-=.·•") | frozenset(chr(c) for c in range(0x2500, 0x2580))
+
+
+class HashEncoder:
+    """Deterministic stand-in encoder: 3-D vectors from a text hash, some of them zero-norm."""
+
+    name = "hash-encoder"
+    weights_sha256 = None
+
+    def encode(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors = []
+        for text in texts:
+            digest = hashlib.sha256(text.encode("utf-8")).digest()
+            vectors.append([0.0, 0.0, 0.0] if digest[0] < 32 else [(b - 128) / 128 for b in digest[1:4]])
+        return vectors
+
+
+class FixedLanguageId:
+    def predict(self, text: str) -> tuple[str, float]:
+        return ("en", 0.5 + (len(text) % 50) / 100)
+
+
+RESOURCES = {
+    "none": None,
+    "all": Resources(
+        word_list=frozenset(
+            ["the", "data", "model", "shows", "results", "report", "section", "table", "value"]
+        ),
+        language_id=FixedLanguageId(),
+        encoder=HashEncoder(),
+    ),
+}
+
+
+def norm(text: str) -> str:
+    """Whitespace-normalised text: what "appears in a chunk" compares."""
+    return " ".join(text.split())
+
+
+def expected_exclusion(block: dict[str, Any], exclude_headers_footers: bool) -> str | None:
+    """SPEC 3.2, independently of the engine: why a block is excluded, or None."""
+    if exclude_headers_footers and block["type"] in ("header", "footer"):
+        return block["type"]
+    table = block.get("table")
+    if block["type"] == "table" and table and table["cells"]:
+        return None
+    text = block["text"]
+    if not text.strip():
+        return "blank"
+    if all(c in SEPARATOR_CHARS or c.isspace() for c in text):
+        return "separator"
+    return None
+
+
+def _cell_key(cell: dict[str, Any], name: str, alias: str, default: int | None = None) -> int:
+    return cell.get(name, cell.get(alias, default))
+
+
+def _cell_area(cell: dict[str, Any], n_rows: int, n_cols: int) -> set[tuple[int, int]]:
+    r0, c0 = _cell_key(cell, "row_index", "r0"), _cell_key(cell, "col_index", "c0")
+    r1 = min(r0 + _cell_key(cell, "row_span", "rspan", 1), n_rows)
+    c1 = min(c0 + _cell_key(cell, "col_span", "cspan", 1), n_cols)
+    return {(r, c) for r in range(r0, r1) for c in range(c0, c1)}
+
+
+def _shadowed_cells(cells: list[dict[str, Any]]) -> set[int]:
+    """Cells whose text the engine may legitimately not show: those hidden by an overlap.
+
+    longparser/tables.py (documented decision) sizes the grid from the cells' coordinates,
+    clips spans to it, and where cells overlap the first non-empty text wins; a cell whose every
+    position an earlier non-empty cell fills is hidden. Every other non-empty cell must appear
+    (headers of columns without any data value included).
+    """
+    n_rows = max(_cell_key(c, "row_index", "r0") for c in cells) + 1
+    n_cols = max(_cell_key(c, "col_index", "c0") for c in cells) + 1
+    filled: set[tuple[int, int]] = set()
+    shadowed = set()
+    for index, cell in enumerate(cells):
+        area = _cell_area(cell, n_rows, n_cols)
+        if norm(cell["text"]):
+            if area <= filled:
+                shadowed.add(index)
+            filled |= area
+    return shadowed
+
+
+def expected_texts(block: dict[str, Any]) -> list[str]:
+    """The texts of a kept block that must appear in one of its chunks."""
+    table = block.get("table")
+    if block["type"] == "table" and table and table["cells"]:
+        shadowed = _shadowed_cells(table["cells"])
+        return [
+            norm(cell["text"])
+            for index, cell in enumerate(table["cells"])
+            if norm(cell["text"]) and index not in shadowed
+        ]
+    return [norm(block["text"])]
+
+
+def without_timings(result: ChunkResult) -> str:
+    data = result.model_dump(mode="json")
+    data["stats"].pop("timings_ms")
+    return json.dumps(data, ensure_ascii=False, sort_keys=True)
+
+
+def check_exclusions(blocks: list[dict[str, Any]], config: dict[str, Any], result: ChunkResult) -> set[str]:
+    reasons = {b["block_id"]: expected_exclusion(b, config["exclude_headers_footers"]) for b in blocks}
+    counts: dict[str, int] = {}
+    for reason in reasons.values():
+        if reason is not None:
+            counts[reason] = counts.get(reason, 0) + 1
+    assert result.stats.blocks_in == len(blocks)
+    assert result.stats.blocks_excluded == counts
+    return {block_id for block_id, reason in reasons.items() if reason is None}
+
+
+def check_nothing_lost(blocks: list[dict[str, Any]], kept: set[str], result: ChunkResult) -> None:
+    texts_by_block: dict[str, list[str]] = {}
+    for chunk in result.chunks:
+        for block_id in chunk.block_ids:
+            texts_by_block.setdefault(block_id, []).append(norm(chunk.text))
+    for block in blocks:
+        if block["block_id"] not in kept:
+            continue
+        holding = texts_by_block.get(block["block_id"], [])
+        assert holding, f"kept block {block['block_id']} ({block['type']}) is in no chunk"
+        for text in expected_texts(block):
+            assert any(text in chunk_text for chunk_text in holding), (
+                f"text of {block['block_id']} ({block['type']}) missing: {text[:80]!r}"
+            )
+
+
+def check_order_and_provenance(blocks: list[dict[str, Any]], kept: set[str], result: ChunkResult) -> None:
+    position = {b["block_id"]: i for i, b in enumerate(blocks)}
+    page = {b["block_id"]: b["provenance"]["page_number"] for b in blocks}
+    firsts = []
+    for chunk in result.chunks:
+        assert chunk.block_ids, f"chunk {chunk.chunk_id} has no primary block"
+        assert set(chunk.block_ids) <= kept, f"unknown or excluded block in {chunk.block_ids}"
+        order = [position[b] for b in chunk.block_ids]
+        assert order == sorted(set(order)), f"block ids out of reading order: {chunk.block_ids}"
+        assert chunk.page_numbers == sorted({page[b] for b in chunk.block_ids})
+        firsts.append(order[0])
+    assert firsts == sorted(firsts), "chunks out of reading order"
+    ids = [chunk.chunk_id for chunk in result.chunks]
+    assert len(ids) == len(set(ids)), "duplicate chunk ids"
+    assert result.stats.chunks_out == len(result.chunks)
+
+
+def check_overlap_and_types(
+    blocks: list[dict[str, Any]], config: dict[str, Any], result: ChunkResult
+) -> None:
+    """Overlap copies the previous chunk's trailing paragraphs (same section, no tables), never
+    cites them; chunks holding an equation block are equation chunks; token counts are DEC-04."""
+    by_id = {b["block_id"]: b for b in blocks}
+    tables = ("table", "table_schema")
+    for index, chunk in enumerate(result.chunks):
+        assert chunk.token_count == estimate_tokens(chunk.text)
+        if chunk.chunk_type not in tables and any(by_id[b]["type"] == "equation" for b in chunk.block_ids):
+            assert (chunk.chunk_type, chunk.equation_detected) == ("equation", True)
+        copied = chunk.metadata.get("overlap_block_ids", [])
+        assert chunk.overlap_with_previous == bool(copied)
+        if not copied:
+            continue
+        previous = result.chunks[index - 1]
+        assert index > 0 and 1 <= len(copied) <= config["overlap_blocks"]
+        assert previous.section_path == chunk.section_path
+        assert previous.chunk_type not in tables and chunk.chunk_type not in tables
+        assert previous.block_ids[-len(copied) :] == copied and not set(copied) & set(chunk.block_ids)
+        assert all(by_id[b]["type"] == "paragraph" for b in copied)
+        assert chunk.text.startswith("\n\n".join(by_id[b]["text"] for b in copied))
+
+
+def check_list_and_table_pieces(
+    blocks: list[dict[str, Any]], config: dict[str, Any], result: ChunkResult
+) -> None:
+    """A split list's later pieces start with the lead-in (context, not cited); a table's row
+    chunks cover data rows 1..n contiguously per column band, at most table_rows_per_chunk each."""
+    by_id = {b["block_id"]: b for b in blocks}
+    ranges: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for chunk in result.chunks:
+        meta = chunk.metadata
+        if meta.get("lead_in_repeated"):
+            lead = meta["lead_in_block_id"]
+            assert chunk.chunk_type == "list" and lead not in chunk.block_ids
+            assert chunk.text.startswith(by_id[lead]["text"])
+        if chunk.chunk_type == "table" and meta.get("row_start") is not None:
+            key = (meta["table_block_id"], json.dumps(meta.get("col_band")))
+            ranges.setdefault(key, []).append((meta["row_start"], meta["row_end"]))
+    for key, spans in ranges.items():
+        assert spans[0][0] == 1, f"{key}: rows do not start at 1: {spans}"
+        for (start, end), (next_start, _) in zip(spans, [*spans[1:], (None, None)], strict=True):
+            assert 1 <= end - start + 1 <= config["table_rows_per_chunk"], f"{key}: batch {start}-{end}"
+            assert next_start is None or next_start == end + 1, f"{key}: rows not contiguous: {spans}"
+
+
+@PROPERTY_SETTINGS
+@given(blocks=block_streams(), config=configs(), resources=st.sampled_from(sorted(RESOURCES)))
+def test_valid_requests_keep_every_invariant(
+    blocks: list[dict[str, Any]], config: dict[str, Any], resources: str
+) -> None:
+    snapshot = copy.deepcopy(blocks)
+
+    result = chunk_blocks(blocks, config, RESOURCES[resources], document_id="prop-doc")
+
+    assert blocks == snapshot, "caller's blocks were modified"
+    ChunkResult.model_validate(result.model_dump(mode="json"))  # output schema holds
+    kept = check_exclusions(blocks, config, result)
+    check_nothing_lost(blocks, kept, result)
+    check_order_and_provenance(blocks, kept, result)
+    check_overlap_and_types(blocks, config, result)
+    check_list_and_table_pieces(blocks, config, result)
+    again = chunk_blocks(blocks, config, RESOURCES[resources], document_id="prop-doc")
+    assert without_timings(again) == without_timings(result), "same input gave a different result"
+
+
+@settings(PROPERTY_SETTINGS, max_examples=60)
+@given(blocks=block_streams(max_blocks=25), config=configs())
+def test_block_models_and_their_dicts_give_the_same_result(
+    blocks: list[dict[str, Any]], config: dict[str, Any]
+) -> None:
+    models = [Block.model_validate(b) for b in blocks]
+    frozen = [m.model_dump() for m in models]
+
+    from_dicts = chunk_blocks(blocks, config, None, document_id="d")
+    from_models = chunk_blocks(models, config, None, document_id="d")
+
+    assert without_timings(from_models) == without_timings(from_dicts)
+    assert [m.model_dump() for m in models] == frozen, "caller's Block models were modified"
+
+
+@pytest.mark.parametrize("table_format", ["row_record", "pipe"])
+def test_header_of_an_empty_column_is_kept(table_format: str) -> None:
+    """Regression (found by the invariant above): row records once left out the header of a
+    column with no data value when no schema chunk was generated, so "Notes" vanished."""
+    cells = [
+        {"row_index": 0, "col_index": 0, "text": "Name"},
+        {"row_index": 0, "col_index": 1, "text": "Notes"},
+        {"row_index": 1, "col_index": 0, "text": "Ada"},
+        {"row_index": 1, "col_index": 1, "text": ""},
+    ]
+    block = {"block_id": "t", "type": "table", "text": "", "table": {"cells": cells}}
+
+    result = chunk_blocks([block], {"generate_schema_chunks": False, "table_chunk_format": table_format})
+
+    assert [c.text for c in result.chunks] == [
+        "Row 1: Name=Ada; Notes=" if table_format == "row_record" else "Name | Notes\nAda | "
+    ]

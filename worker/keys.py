@@ -1,0 +1,67 @@
+"""Every Redis key format of the service, in one module (Celery's own keys aside).
+
+Importable without Celery, redis or torch: the producer client, the tasks and the tests all
+build keys here, so a key format can never drift between writer and reader.
+
+Keys (``P`` = ``LONGPARSER_KEY_PREFIX``):
+
+* ``P:result:<document_id>`` - the stored outcome of a document (JSON record, see
+  :mod:`worker.store`), written once per task run with one ``SET ... EX``;
+* ``P:job:<document_id>`` - the latest submission of a document (task id, queue), written by
+  the client before it sends the task.
+
+Celery's own keys (queue lists named after the queues, ``unacked``, ``unacked_index``,
+``_kombu.binding.*``, ``celery-task-meta-<task_id>``) carry ``LONGPARSER_CELERY_KEY_PREFIX``
+when it is set (kombu/celery ``global_keyprefix``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from schemas.requests import DOCUMENT_ID_PATTERN
+
+TASK_NAME = "longparser.chunk_document"
+RESULT_KIND = "result"
+JOB_KIND = "job"
+
+_DOCUMENT_ID = re.compile(DOCUMENT_ID_PATTERN)
+
+
+def is_valid_document_id(document_id: object) -> bool:
+    """True when ``document_id`` may become part of a key (the schema's safe alphabet)."""
+    return isinstance(document_id, str) and _DOCUMENT_ID.match(document_id) is not None
+
+
+def _key(prefix: str, kind: str, document_id: str) -> str:
+    # Invariant: ids outside the safe alphabet never reach a key (no ':' games, no spaces).
+    if not is_valid_document_id(document_id):
+        raise ValueError(f"invalid document id for a key: {document_id!r}")
+    return f"{prefix}:{kind}:{document_id}"
+
+
+def result_key(prefix: str, document_id: str) -> str:
+    """Key of a document's stored outcome."""
+    return _key(prefix, RESULT_KIND, document_id)
+
+
+def job_key(prefix: str, document_id: str) -> str:
+    """Key of a document's latest submission record."""
+    return _key(prefix, JOB_KIND, document_id)
+
+
+def prefix_pattern(prefix: str) -> str:
+    """``SCAN MATCH`` pattern for every key of one prefix (tests delete only these)."""
+    return f"{prefix}:*"
+
+
+def kombu_queue_keys(celery_key_prefix: str, queue: str) -> tuple[str, ...]:
+    """Keys kombu's Redis transport creates for one queue (the demo deletes its private queue's).
+
+    The list holding the messages, and the exchange-binding sets (Celery declares a direct
+    exchange named like the queue).
+    """
+    return tuple(
+        celery_key_prefix + key
+        for key in (queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
+    )
