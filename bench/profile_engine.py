@@ -2,9 +2,10 @@
 """Engine profiling for optimisation work: CPU time per stage, A/B between two source trees.
 
 Every measurement uses CPU time (``time.process_time``): the development host is shared, so
-wall time says more about the neighbours than about the engine. Inside a measuring child,
-``time.perf_counter`` is replaced by ``time.process_time`` so the engine's own
-``stats.timings_ms`` are per-stage CPU milliseconds too.
+wall time says more about the neighbours than about the engine. With ``--cpu-stages``,
+``time.perf_counter`` is replaced by ``time.process_time`` inside the measuring child so the
+engine's own ``stats.timings_ms`` are per-stage CPU milliseconds too; off by default, because
+``process_time`` is a system call (~1 us here) and dict input times every block's validation.
 
 ``--root`` selects the source tree imported (``longparser`` and ``schemas`` from that
 directory), so a snapshot of the code before a change and the working tree can be measured
@@ -16,6 +17,7 @@ Resources (``--res``):
   generated 100k-word frozenset holding gen_blocks' vocabulary) and a fake language ID.
   The headline configuration: the original chunker's scoring was word list + Python code;
   fastText is a separate C++ cost, reported separately.
+* ``words-nolid``: the same word list, no language ID.
 * ``fasttext``: the same word list and the real fastText model
   (``longparser.resources.load_language_id()``).
 * ``none``: no resources.
@@ -88,6 +90,8 @@ def resources(kind: str) -> Any:
         return Resources()
     if kind == "words":
         return Resources(word_list=word_list(), language_id=FakeLanguageId())
+    if kind == "words-nolid":
+        return Resources(word_list=word_list())
     if kind == "fasttext":
         lid = load_language_id()
         if lid is None:
@@ -112,7 +116,8 @@ def _rss_mb() -> float:
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Best-of-``repeat`` CPU time of chunk_blocks in this process, with per-stage CPU ms."""
-    time.perf_counter = time.process_time  # stats.timings_ms become CPU ms (this process only)
+    if args.cpu_stages:
+        time.perf_counter = time.process_time  # stats.timings_ms become CPU ms (this process only)
     _import_root(args.root)
     from longparser import chunk_blocks
 
@@ -136,6 +141,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 def _child(args: argparse.Namespace, root: str) -> dict[str, Any]:
     command = [sys.executable, __file__, "time", "--root", root, "--n", str(args.n), "--input", args.input,
                "--res", args.res, "--repeat", str(args.repeat)]
+    command += ["--cpu-stages"] if args.cpu_stages else []
     proc = subprocess.run(command, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"child failed for {root}:\n{proc.stderr[-3000:]}")
@@ -199,12 +205,13 @@ def main() -> None:
     parser.add_argument("--roots", nargs="+", default=[str(BENCH_DIR.parent)])
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--input", choices=("blocks", "dicts"), default="blocks")
-    parser.add_argument("--res", choices=("words", "fasttext", "none"), default="words")
+    parser.add_argument("--res", choices=("words", "words-nolid", "fasttext", "none"), default="words")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--out", default="/tmp/profile_engine")
     parser.add_argument("--sort", default="tottime")
     parser.add_argument("--top", type=int, default=35)
+    parser.add_argument("--cpu-stages", action="store_true", help="stats.timings_ms in CPU time (see doc)")
     args = parser.parse_args()
     if args.command in ("time", "rss"):
         if args.command == "rss":

@@ -24,11 +24,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     chunk = sub.add_parser("chunk", help="chunk a document's blocks locally and print the result JSON")
-    chunk.add_argument("input", metavar="INPUT.json", help="block list, ChunkRequest or LongParser document")
+    chunk.add_argument(
+        "input", metavar="INPUT.json", help="block list, ChunkRequest or LongParser document"
+    )
     chunk.add_argument("-c", "--config", metavar="CONFIG.json", help="ChunkingConfig fields (JSON object)")
     chunk.add_argument("-o", "--output", metavar="OUT.json", help="write the result here (atomically)")
     chunk.add_argument("--semantic", action="store_true", help="place semantic boundaries (needs the model)")
-    chunk.add_argument("--summary", action="store_true", help="print a readable chunk summary instead of JSON")
+    chunk.add_argument(
+        "--summary", action="store_true", help="print a readable chunk summary instead of JSON"
+    )
 
     evaluate = sub.add_parser("evaluate", help="boundary precision/recall/F1, Pk and WindowDiff")
     evaluate.add_argument("labelled", metavar="LABELLED.json")

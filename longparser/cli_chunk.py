@@ -200,6 +200,20 @@ def result_json(result: ChunkResult) -> str:
     return json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
 
 
+def _new_file_mode(target: Path) -> int:
+    """The mode a plain ``open(target, "w")`` would leave: the existing file's, else 0666 - umask.
+
+    ``mkstemp`` creates 0600 files; without this the result would become unreadable to the
+    group/others who could read the file it replaced.
+    """
+    try:
+        return target.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` so that readers see the old file or the whole new one.
 
@@ -213,6 +227,7 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp_name, _new_file_mode(target))
         os.replace(tmp_name, target)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)

@@ -136,6 +136,8 @@ _STEM_RES = (
 _LEAD_IN_LAST = frozenset(("as", "by", "is", "es"))  # how every lead-in phrase ends
 _LEAD_IN_TAIL = 60  # the longest lead-in phrase is far shorter; only the tail is searched
 _ALNUM_RE = re.compile(r"[^\W_]")
+_GATES = "_^=+*<>\\("  # ASCII characters all but one pattern kind need (see _plain_ascii)
+_NOT_GATE_BYTES = bytes(b for b in range(256) if chr(b) not in _GATES)
 _SIGNALS = ("density", "patterns", "short_variable", "lead_in", "own_phrase", "greek")
 
 
@@ -332,14 +334,28 @@ def equation_score(text: str, previous_text: str | None = None) -> float:
     return sum(equation_signals(text, previous_text).values())
 
 
+def _plain_ascii(text: str) -> bool:
+    """An ASCII text without any character a pattern or the isolated-variable signal needs.
+
+    Such a text scores at most 1.5 besides the lead-in: no math character or Greek letter
+    (density and Greek signals 0), every pattern kind but the d1-style variable is gated by
+    one of ``_ ^ = + * < > \\ (`` (the same gates :func:`_kind_hits` and the operator scans
+    use), so at most 0.5 (a digit) + 1.0 (own phrase). Most prose is such a text.
+    """
+    return text.isascii() and not text.encode("ascii").translate(None, _NOT_GATE_BYTES)
+
+
 def looks_like_equation(text: str, previous_text: str | None = None) -> bool:
     """True when :func:`equation_score` reaches :data:`EQUATION_THRESHOLD`. Use this in the hot path.
 
     Same answer as comparing the score, cheaper: every signal is non-negative, so the signals
     are added cheapest first and the answer is returned as soon as the threshold is reached
     (most formulas: on their math-character density alone) or can no longer be reached (the
-    own-phrase test, the costliest, runs only when its +1.0 can still decide).
+    own-phrase test, the costliest, runs only when its +1.0 can still decide). Ordinary ASCII
+    prose is decided by :func:`_plain_ascii` and the lead-in test alone.
     """
+    if _plain_ascii(text) and not _ends_with_lead_in(previous_text):
+        return False  # at most 1.5 (see _plain_ascii)
     n_math, n_greek, symbols = _math_scan(text)
     if n_math and _ALNUM_RE.search(text) is None:
         return False

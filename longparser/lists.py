@@ -44,9 +44,11 @@ def list_drafts(
     drafts: list[Draft] = []
     for number, group in enumerate(list_groups(lead, items, max_tokens)):
         body = join_texts(group, ITEM_SEPARATOR)
+        words = sum(rec.words for rec in group)
         if number == 0 or lead is None:
-            drafts.append(Draft(group, body, "list", section, path))
+            drafts.append(Draft(group, body, "list", section, path, body_words=words))
         else:
             prefix = lead.text + ITEM_SEPARATOR
-            drafts.append(Draft(group, body, "list", section, path, prefix=prefix, lead_id=lead.block_id))
+            drafts.append(Draft(group, body, "list", section, path, prefix=prefix, lead_id=lead.block_id,
+                                body_words=words, prefix_words=lead.words))
     return drafts

@@ -28,10 +28,10 @@ MERGE_SEPARATOR = "\n\n"
 def merge_pair(earlier: Draft, later: Draft, target: Draft) -> Draft:
     """One draft holding ``earlier`` then ``later``; ``target`` decides the type and section."""
     earlier_ids = {rec.block_id for rec in earlier.blocks}
-    later_text = later.body
+    later_text, later_words = later.body, later.body_word_count()
     lead_id = earlier.lead_id
     if later.prefix and later.lead_id not in earlier_ids:
-        later_text = later.prefix + later.body
+        later_text, later_words = later.prefix + later.body, later.text_word_count()
         lead_id = lead_id or later.lead_id
     kind = "equation" if earlier.has_equation() or later.has_equation() else target.kind
     meta = {**(earlier if target is later else later).meta, **target.meta}
@@ -44,6 +44,8 @@ def merge_pair(earlier: Draft, later: Draft, target: Draft) -> Draft:
         meta,
         prefix=earlier.prefix,
         lead_id=lead_id,
+        body_words=earlier.body_word_count() + later_words,  # MERGE_SEPARATOR is whitespace
+        prefix_words=earlier.prefix_words,
     )
 
 

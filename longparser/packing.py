@@ -78,6 +78,7 @@ def pack_prose(
 ) -> list[Draft]:
     """Pack a prose run into section/equation drafts."""
     return [
-        Draft(group, join_texts(group, PROSE_SEPARATOR), prose_kind(group, "section"), section, path)
+        Draft(group, join_texts(group, PROSE_SEPARATOR), prose_kind(group, "section"), section, path,
+              body_words=sum(rec.words for rec in group))
         for group in pack_groups(records, boundaries, max_tokens)
     ]

@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from longparser.equations import looks_like_equation
-from longparser.tokens import TokenCounter
 from longparser.tables import Grid, build_grid
+from longparser.tokens import TokenCounter, estimate_tokens, tokens_for_words, word_count
 from schemas import Block, ChunkingConfig
 
 _SEPARATOR_CHARS = frozenset("_-=.·•") | frozenset(chr(c) for c in range(0x2500, 0x2580))
@@ -38,12 +38,14 @@ class Rec:
         pos: index in the caller's sequence (reading order; the chunk order key).
         block_id, kind, text, page, path, confidence: from the block (kind may be re-tagged).
         tokens: the token counter's estimate of ``text`` (0 for table blocks).
+        words: whitespace words of ``text`` (0 for table blocks, whose drafts count their own
+            rendered text): summed into chunk word counts (see longparser.tokens).
         grid: a structured table block's grid (built here, so the block's pydantic cells can be
             freed as soon as the block is read: memory stays flat on large documents), or None
             (every other block, and a table block without cells).
     """
 
-    __slots__ = ("block_id", "confidence", "grid", "kind", "page", "path", "pos", "text", "tokens")
+    __slots__ = ("block_id", "confidence", "grid", "kind", "page", "path", "pos", "text", "tokens", "words")
 
     def __init__(
         self,
@@ -55,11 +57,12 @@ class Rec:
         path: tuple[str, ...],
         confidence: float,
         tokens: int,
+        words: int,
         grid: Grid | None,
     ) -> None:
         self.pos, self.block_id, self.kind, self.text = pos, block_id, kind, text
         self.page, self.path, self.confidence = page, path, confidence
-        self.tokens, self.grid = tokens, grid
+        self.tokens, self.words, self.grid = tokens, words, grid
 
     def __repr__(self) -> str:  # debugging aid only
         return f"Rec({self.pos}, {self.block_id!r}, {self.kind!r}, {self.text[:30]!r})"
@@ -86,7 +89,8 @@ def exclusion_reason(block: Block, exclude_headers_footers: bool) -> str | None:
     text = block.text
     if not text or text.isspace():
         return "blank"
-    if is_separator(text):
+    first = text.lstrip()[0]  # is_separator stops at the first other character: test it here first
+    if first in _SEPARATOR_CHARS and is_separator(text):
         return "separator"
     return None
 
@@ -108,6 +112,7 @@ def prepare(
     drop_hf = config.exclude_headers_footers
     last_list: list[str] | None = None
     path: tuple[str, ...] = ()
+    estimate = counter is estimate_tokens  # then tokens follow from the word count (one split)
     for pos, block in enumerate(blocks):
         reason = exclusion_reason(block, drop_hf)
         if reason is not None:
@@ -122,14 +127,15 @@ def prepare(
             path = tuple(last_list)
         grid = None
         if kind == "table":
-            tokens = 0
+            tokens = words = 0
             if block.table is not None and block.table.cells:
                 grid = build_grid(block.table)
         else:
-            tokens = counter(text)
+            words = word_count(text)
+            tokens = tokens_for_words(words) if estimate else counter(text)
         records.append(
             Rec(pos, block.block_id, kind, text, block.provenance.page_number, path,
-                block.confidence.overall, tokens, grid)
+                block.confidence.overall, tokens, words, grid)
         )
         previous_text = text
     return records, excluded, retagged

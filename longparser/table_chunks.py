@@ -37,14 +37,14 @@ chunk holding its header line.
 
 from __future__ import annotations
 
-from operator import add, itemgetter
+from operator import itemgetter
 from typing import Any
 
 from longparser.build import Draft
 from longparser.prepare import Rec
 from longparser.sections import TableSeg
 from longparser.tables import Grid, column_profiles
-from longparser.tokens import TokenCounter
+from longparser.tokens import TokenCounter, estimate_tokens, line_word_counts, tokens_for_words, word_count
 from schemas import ChunkingConfig
 
 BAND_WIDTH = 12
@@ -65,22 +65,32 @@ def column_bands(n_cols: int, threshold: int) -> list[tuple[list[int], list[int]
 
 def render_rows(grid: Grid, cols: list[int], fmt: str, first_row: int, rows: list[list[str]]) -> list[str]:
     """Render data rows (numbered from ``first_row``) over the columns ``cols``."""
-    if fmt == "pipe":
-        return [" | ".join([row[c] for c in cols]) for row in rows]
-    keys = [grid.columns[c] + "=" for c in cols]
     pick = itemgetter(*cols) if len(cols) > 1 else (lambda row: (row[cols[0]],))
-    return [
-        f"Row {number}: " + "; ".join(map(add, keys, pick(row)))
-        for number, row in enumerate(rows, start=first_row)
-    ]
+    if fmt == "pipe":
+        return [" | ".join(pick(row)) for row in rows]
+    # One str.format per row (C) instead of a join over key=value pieces; braces in column
+    # names are escaped, so the template has exactly one field per column after the number.
+    template = "Row {}: " + "; ".join(_escape_braces(grid.columns[c]) + "={}" for c in cols)
+    return [template.format(number, *pick(row)) for number, row in enumerate(rows, start=first_row)]
 
 
-def _batches(lines: list[str], head_tokens: int, config: ChunkingConfig, counter: TokenCounter) -> list[int]:
+def _escape_braces(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def _line_counts(lines: list[str], counter: TokenCounter) -> tuple[list[int], list[int]]:
+    """Whitespace words and token counts of each line (the default estimate needs one split)."""
+    words = line_word_counts(lines)
+    if counter is estimate_tokens:
+        return words, [tokens_for_words(n) for n in words]
+    return words, [counter(line) for line in lines]
+
+
+def _batches(line_tokens: list[int], head_tokens: int, config: ChunkingConfig) -> list[int]:
     """Start indices of row batches."""
     starts: list[int] = []
     running, held = 0, 0
-    for i, line in enumerate(lines):
-        tokens = counter(line)
+    for i, tokens in enumerate(line_tokens):
         if held and (running + tokens > config.max_tokens or held >= config.table_rows_per_chunk):
             held = 0
         if held == 0:
@@ -98,13 +108,16 @@ def _row_drafts(rec: Rec, grid: Grid, seg_ctx: tuple[int, tuple[str, ...]], conf
     for cols, band in column_bands(len(grid.columns), config.wide_table_col_threshold):
         lines = render_rows(grid, cols, fmt, 1, grid.rows)
         head = " | ".join([grid.columns[c] for c in cols]) if fmt == "pipe" else ""
-        starts = _batches(lines, counter(head) if head else 0, config, counter)
+        words, tokens = _line_counts(lines, counter)
+        starts = _batches(tokens, counter(head) if head else 0, config)
+        head_words = word_count(head)
         for k, start in enumerate(starts):
             stop = starts[k + 1] if k + 1 < len(starts) else len(lines)
             body_lines = [head, *lines[start:stop]] if head else lines[start:stop]
             meta = {"table_block_id": rec.block_id, "row_start": start + 1, "row_end": stop,
                     "col_band": band, "table_format": fmt}
-            drafts.append(Draft([rec], LINE_SEPARATOR.join(body_lines), "table", *seg_ctx, meta))
+            drafts.append(Draft([rec], LINE_SEPARATOR.join(body_lines), "table", *seg_ctx, meta,
+                                body_words=head_words + sum(words[start:stop])))
     return drafts
 
 
@@ -128,7 +141,7 @@ def _with_caption(draft: Draft, seg: TableSeg) -> None:
     if cap is None:
         return
     draft.blocks = [cap, *draft.blocks] if seg.caption_before else [*draft.blocks, cap]
-    draft.body = cap.text + LINE_SEPARATOR + draft.body
+    draft.prepend(cap.text, LINE_SEPARATOR, cap.words)
     draft.meta["caption_block_id"] = cap.block_id
 
 

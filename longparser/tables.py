@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from itertools import chain, repeat
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import TypedDict
 
 from schemas import Table
@@ -53,10 +53,15 @@ class Grid:
 _CELL_FIELDS = attrgetter("row_index", "col_index", "row_span", "col_span", "text", "column_header")
 _ROW_INDEX = attrgetter("row_index")
 _COL_INDEX = attrgetter("col_index")
-_ROW_SPAN = attrgetter("row_span")
-_COL_SPAN = attrgetter("col_span")
-_TEXT = attrgetter("text")
-_HEADER = attrgetter("column_header")
+# The same fields read from a cell's ``vars()`` (a pydantic model keeps its field values in its
+# instance ``__dict__``): one ``vars`` pass, then item lookups, is ~1.5x cheaper per field than
+# attribute lookups on the models.
+_ROW_ITEM = itemgetter("row_index")
+_COL_ITEM = itemgetter("col_index")
+_ROW_SPAN_ITEM = itemgetter("row_span")
+_COL_SPAN_ITEM = itemgetter("col_span")
+_TEXT_ITEM = itemgetter("text")
+_HEADER_ITEM = itemgetter("column_header")
 
 
 def _clean_all(texts: list[str]) -> list[str]:
@@ -67,24 +72,30 @@ def _clean_all(texts: list[str]) -> list[str]:
     return [" ".join(text.split()) for text in cleaned]
 
 
-def _dense(table: Table, n_rows: int, n_cols: int) -> tuple[list[list[str]], set[int]] | None:
+def _dense(table: Table) -> tuple[list[list[str]], set[int]] | None:
     """Fast path for the usual extractor output: every position once, row-major, no spans.
 
     Every step is a C-level pass (``map``/``attrgetter``), several times cheaper per cell than
     the general loop of :func:`_fill`; returns None when the table does not have that shape.
+    The grid size is read from the last cell: when the shape checks pass it is the last
+    position, so no separate pass for the largest row and column index is needed.
     """
-    cells = table.cells
-    if len(cells) != n_rows * n_cols or max(map(_ROW_SPAN, cells)) > 1 or max(map(_COL_SPAN, cells)) > 1:
+    n_rows, n_cols = table.cells[-1].row_index + 1, table.cells[-1].col_index + 1
+    if len(table.cells) != n_rows * n_cols:
         return None
-    if list(map(_COL_INDEX, cells)) != list(range(n_cols)) * n_rows:
+    cells = list(map(vars, table.cells))
+    if max(map(_ROW_SPAN_ITEM, cells)) > 1 or max(map(_COL_SPAN_ITEM, cells)) > 1:
         return None
-    row_index = list(map(_ROW_INDEX, cells))
+    if list(map(_COL_ITEM, cells)) != list(range(n_cols)) * n_rows:
+        return None
+    row_index = list(map(_ROW_ITEM, cells))
     if row_index != list(chain.from_iterable(map(repeat, range(n_rows), repeat(n_cols)))):
         return None
-    texts = _clean_all(list(map(_TEXT, cells)))
+    texts = _clean_all(list(map(_TEXT_ITEM, cells)))
     grid = [texts[i : i + n_cols] for i in range(0, len(texts), n_cols)]
-    flags = list(map(_HEADER, cells))
-    header_rows = {r for r, flag in zip(row_index, flags, strict=True) if flag} if any(flags) else set()
+    header_rows: set[int] = set()
+    if any(map(_HEADER_ITEM, cells)):
+        header_rows = {r for r, flag in zip(row_index, map(_HEADER_ITEM, cells), strict=True) if flag}
     return grid, header_rows
 
 
@@ -121,14 +132,15 @@ def _fill(cells: list[list[str]], table: Table) -> set[int]:
 
 def build_grid(table: Table) -> Grid:
     """Grid of a structured table (``table.cells`` must be non-empty)."""
-    n_rows = max(map(_ROW_INDEX, table.cells)) + 1
-    n_cols = max(map(_COL_INDEX, table.cells)) + 1
-    dense = _dense(table, n_rows, n_cols)
+    dense = _dense(table)
     if dense is not None:
         cells, flagged = dense
     else:
+        n_rows = max(map(_ROW_INDEX, table.cells)) + 1
+        n_cols = max(map(_COL_INDEX, table.cells)) + 1
         cells = [[""] * n_cols for _ in range(n_rows)]
         flagged = _fill(cells, table)
+    n_cols = len(cells[0])
     header_rows = sorted(flagged or {0})
     columns = []
     for c in range(n_cols):

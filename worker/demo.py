@@ -39,6 +39,11 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_INPUT = ROOT / "examples" / "sample_document.json"
 LOG_DIR = ROOT / "var"
 STOP_GRACE_S = 10.0
+# The embedded fakeredis server dropped the worker's connection on a ~5.7 MB task message (2.8 MB
+# was fine; real Redis carries the full 16 MiB default). On the embedded backend the demo caps the
+# payload size well below that, so an oversized input is refused up front with a clear
+# PayloadTooLarge instead of a task that silently never runs.
+EMBEDDED_MAX_PAYLOAD_BYTES = 2 * 1024 * 1024
 
 
 def redis_answers(url: str, timeout: float = 0.5) -> bool:
@@ -79,14 +84,17 @@ def embedded_redis() -> Iterator[str]:
 
 
 @contextmanager
-def backend(choice: str, settings: Settings) -> Iterator[tuple[str, str]]:
-    """Yield ``(url, description)`` of the broker/store the demo runs on."""
+def backend(choice: str, settings: Settings) -> Iterator[tuple[str, str, int]]:
+    """Yield ``(url, description, max_payload_bytes)`` of the broker/store the demo runs on."""
     if choice == "redis" or (choice == "auto" and redis_answers(settings.broker_url)):
-        yield settings.broker_url, f"redis at {maybe_sanitize_url(settings.broker_url)}"
+        yield (settings.broker_url, f"redis at {maybe_sanitize_url(settings.broker_url)}",
+               settings.max_payload_bytes)
         return
     reason = "" if choice == "embedded" else f" (none answered at {maybe_sanitize_url(settings.broker_url)})"
+    limit = min(settings.max_payload_bytes, EMBEDDED_MAX_PAYLOAD_BYTES)
     with embedded_redis() as url:
-        yield url, f"embedded fakeredis TCP server at {url}{reason}; nothing to install"
+        yield (url, f"embedded fakeredis TCP server at {url}, payloads up to {limit // 1024} KiB"
+               f"{reason}; nothing to install", limit)
 
 
 def worker_command(queue: str, node: str) -> list[str]:
@@ -95,11 +103,12 @@ def worker_command(queue: str, node: str) -> list[str]:
             "-n", f"{node}@%h", "--without-gossip", "--without-mingle", "-l", "WARNING"]
 
 
-def demo_environment(url: str, queue: str) -> dict[str, str]:
+def demo_environment(url: str, queue: str, max_payload_bytes: int) -> dict[str, str]:
     """The worker's environment: this demo's broker/store, private queue, structural only."""
     return {**os.environ, "LONGPARSER_BROKER_URL": url, "LONGPARSER_RESULT_URL": url,
             "LONGPARSER_STRUCTURAL_QUEUE": queue, "LONGPARSER_WORKER_QUEUES": queue,
-            "LONGPARSER_SEMANTIC_ENABLED": "false", "LONGPARSER_CONCURRENCY": "1"}
+            "LONGPARSER_SEMANTIC_ENABLED": "false", "LONGPARSER_CONCURRENCY": "1",
+            "LONGPARSER_MAX_PAYLOAD_BYTES": str(max_payload_bytes)}
 
 
 def stop_worker(process: subprocess.Popen[bytes]) -> None:
@@ -115,11 +124,13 @@ def stop_worker(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def running_worker(url: str, queue: str, log_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+def running_worker(settings: Settings, log_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     """Start the demo worker in its own session (so its whole group can be stopped)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    queue = settings.structural_queue
+    env = demo_environment(settings.broker_url, queue, settings.max_payload_bytes)
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(worker_command(queue, queue), cwd=ROOT, env=demo_environment(url, queue),
+        process = subprocess.Popen(worker_command(queue, queue), cwd=ROOT, env=env,
                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         yield process
@@ -162,13 +173,14 @@ def wait_for_result(handle: object, process: subprocess.Popen[bytes], timeout: f
                 raise
 
 
-def _submit_and_wait(request: object, url: str, queue: str, settings: Settings, timeout: float) -> object:
+def _submit_and_wait(request: object, settings: Settings, timeout: float) -> object:
     """Run the worker, submit, wait; the worker is stopped and the private queue deleted after."""
     from tasks.client import submit
 
+    queue = settings.structural_queue
     log_path = LOG_DIR / f"{queue}-worker.log"
     try:
-        with running_worker(url, queue, log_path) as process:
+        with running_worker(settings, log_path) as process:
             print(f"worker: started (pid {process.pid}, queue {queue}, log {log_path})", flush=True)
             handle = submit(request, settings=settings)
             print(f"submitted: document {handle.document_id} (task {handle.task_id})", flush=True)
@@ -193,14 +205,14 @@ def run_demo(choice: str, input_path: Path, timeout: float) -> int:
         print(f"make run: error: {exc}", file=sys.stderr)
         return 2
     queue = f"demo-{uuid.uuid4().hex[:8]}"
-    with backend(choice, settings) as (url, description):
+    with backend(choice, settings) as (url, description, max_payload_bytes):
         print(f"backend: {description}", flush=True)
         demo_settings = settings.model_copy(update={
             "broker_url": url, "result_url": url, "structural_queue": queue, "worker_queues": queue,
-            "semantic_enabled": False})
+            "semantic_enabled": False, "max_payload_bytes": max_payload_bytes})
         started = time.perf_counter()
         try:
-            result = _submit_and_wait(request, url, queue, demo_settings, timeout)
+            result = _submit_and_wait(request, demo_settings, timeout)
         except Exception as exc:
             print(f"make run: failed: {exc}", file=sys.stderr)
             return 1

@@ -2,14 +2,16 @@
 
 The task must be redelivered and its result stored exactly once, and the pool must get its
 second child back without a restart loop. The worker is this module's own (concurrency 2).
+Both children are frozen (SIGSTOP) as soon as the task has started, so the kill lands mid-task
+on any machine speed; the other child is thawed (SIGCONT) right after the kill.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
-from typing import Any
 
 import pytest
 
@@ -29,7 +31,7 @@ from tests.integration.conftest import (
 
 pytestmark = pytest.mark.integration
 
-MIN_ENGINE_SECONDS = 0.25  # direct engine time of the document (the worker takes ~10x: scoring)
+SECTIONS = 100  # 2,100 blocks, ~1.4 MB of JSON: a task of several hundred ms here
 STABLE_WINDOW_S = 8.0  # the pool's children must stay the same for this long after recovery
 
 
@@ -38,22 +40,15 @@ def crash_worker(workers: WorkerFactory) -> ManagedProcess:
     return workers.start("crash", concurrency=2)
 
 
-def slow_document() -> tuple[dict[str, Any], Any]:
-    """A document whose direct chunking takes >= MIN_ENGINE_SECONDS on this machine.
+def freeze(pids: list[int]) -> None:
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
 
-    Sized by measurement instead of a fixed block count, so the kill (about 0.5 s after the
-    submit) lands mid-task on slow and fast machines alike: in the worker, quality scoring with
-    language ID makes the task several times longer than the direct call. Returns the document
-    and the direct engine result.
-    """
-    sections = 25
-    while True:
-        document = make_document(f"{SESSION_PREFIX}-crash-{sections}", sections=sections, paragraphs=20)
-        started = time.perf_counter()
-        expected = chunk_request(parse_input(document))
-        if time.perf_counter() - started >= MIN_ENGINE_SECONDS or sections >= 3200:
-            return document, expected
-        sections *= 2
+
+def thaw(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
 
 
 def _stable_pool(workers: WorkerFactory, proc: ManagedProcess, killed: int) -> list[int]:
@@ -71,16 +66,24 @@ def _stable_pool(workers: WorkerFactory, proc: ManagedProcess, killed: int) -> l
 def test_killed_child_task_is_redelivered_and_stored_once(
     crash_worker: ManagedProcess, workers: WorkerFactory, lp_settings: Settings, event_log: EventLog
 ) -> None:
-    document, expected = slow_document()
-    children_before = workers.pool_pids(crash_worker)
+    document = make_document(f"{SESSION_PREFIX}-crash", sections=SECTIONS, paragraphs=20)
+    expected = chunk_request(parse_input(document))
+    children = workers.pool_pids(crash_worker)
+    assert len(children) == 2
     handle = client.submit(document, settings=lp_settings)
 
+    # Deterministic "mid-task": once the task has started, freeze both children (SIGSTOP), so
+    # however fast this machine is the task cannot finish while the test finds its child.
     event_log.wait_for(handle.task_id, "task-started")
-    victim = wait_until(lambda: workers.active_pid(crash_worker, handle.task_id), 10, interval=0.05,
-                        what="the child running the task")
-    assert victim in children_before
-    os.kill(victim, signal.SIGKILL)
-    assert event_log.for_task(handle.task_id, "task-succeeded") == [], "task finished before the kill"
+    freeze(children)
+    try:
+        victim = wait_until(lambda: workers.active_pid(crash_worker, handle.task_id), 10, interval=0.05,
+                            what="the child running the task")
+        assert victim in children
+        assert client.fetch_record(document["document_id"], settings=lp_settings) is None, "task already done"
+        os.kill(victim, signal.SIGKILL)
+    finally:
+        thaw(children)
 
     result = client.get_result(handle, timeout=120, settings=lp_settings)
     assert chunk_signature(result) == chunk_signature(expected)

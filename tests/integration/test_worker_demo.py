@@ -71,7 +71,7 @@ def test_make_run_prints_backend_and_summary(
     if backend == "embedded":
         dead_url = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
         env, first = _env(dead_url), "backend: embedded fakeredis TCP server at redis://127.0.0.1:"
-        why = f"(none answered at {dead_url}); nothing to install"
+        why = f", payloads up to 2048 KiB (none answered at {dead_url}); nothing to install"
     else:
         env, first, why = _env(test_redis.url), f"backend: redis at {test_redis.url}", ""
     done = _run([sys.executable, "-m", "worker.demo", "--timeout", "60"], env, tmp_path)

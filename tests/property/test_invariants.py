@@ -226,7 +226,7 @@ def check_overlap_and_types(
 def check_list_and_table_pieces(
     blocks: list[dict[str, Any]], config: dict[str, Any], result: ChunkResult
 ) -> None:
-    """A split list's later pieces start with the lead-in (context, not cited); a table's row
+    """A split list's later pieces carry the lead-in (context, not cited); a table's row
     chunks cover data rows 1..n contiguously per column band, at most table_rows_per_chunk each."""
     by_id = {b["block_id"]: b for b in blocks}
     ranges: dict[tuple[str, str], list[tuple[int, int]]] = {}
@@ -234,8 +234,9 @@ def check_list_and_table_pieces(
         meta = chunk.metadata
         if meta.get("lead_in_repeated"):
             lead = meta["lead_in_block_id"]
-            assert chunk.chunk_type == "list" and lead not in chunk.block_ids
-            assert chunk.text.startswith(by_id[lead]["text"])
+            # A small piece may since have merged with a neighbour (even an equation chunk):
+            # the lead-in stays context, uncited, and its text stays in the chunk.
+            assert lead not in chunk.block_ids and by_id[lead]["text"] in chunk.text
         if chunk.chunk_type == "table" and meta.get("row_start") is not None:
             key = (meta["table_block_id"], json.dumps(meta.get("col_band")))
             ranges.setdefault(key, []).append((meta["row_start"], meta["row_end"]))
@@ -298,3 +299,27 @@ def test_header_of_an_empty_column_is_kept(table_format: str) -> None:
     assert [c.text for c in result.chunks] == [
         "Row 1: Name=Ada; Notes=" if table_format == "row_record" else "Name | Notes\nAda | "
     ]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine gap reported to H2: a small last list piece merged into the previous piece "
+    "repeats the lead-in in the middle of the chunk",
+)
+def test_merged_list_pieces_repeat_the_lead_in_only_once() -> None:
+    """Found while checking lead-in invariants: pieces 2 and 3 of a split list merge (piece 3 is
+    under min_tokens) and the lead-in then appears twice in the merged chunk's text."""
+
+    def block(i: int, text: str, kind: str = "list_item") -> dict[str, Any]:
+        return {"block_id": f"b{i}", "type": kind, "text": text, "hierarchy_path": ["S"]}
+
+    bullet = "• " + " ".join(["step"] * 12)
+    blocks = [block(0, "The plan has these steps:", "paragraph")]
+    blocks += [block(i, bullet) for i in range(1, 5)] + [block(5, "• tiny")]
+
+    result = chunk_blocks(blocks, {"max_tokens": 40, "min_tokens": 10, "overlap_blocks": 0})
+
+    assert [c.block_ids for c in result.chunks] == [["b0", "b1", "b2"], ["b3", "b4", "b5"]]
+    last = result.chunks[1].text
+    assert last.startswith("The plan has these steps:\n") and last.endswith("• tiny")
+    assert last.count("The plan has these steps:") == 1 and last.count(bullet) == 2

@@ -10,7 +10,7 @@ import itertools
 import sys
 import types
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -26,7 +26,7 @@ def make_block() -> BlockFactory:
 
     def factory(
         text: str = "",
-        type: str = "paragraph",  # noqa: A002 - mirrors the wire field name
+        type: str = "paragraph",
         *,
         page: int = 1,
         path: Sequence[str] = ("Intro",),
@@ -80,8 +80,11 @@ def fake_language_id() -> type[FakeLanguageId]:
 def fake_word_list() -> frozenset[str]:
     """A tiny dictionary standing in for /usr/share/dict/words."""
     return frozenset(
-        "the a of and to in is it for on with as this that be are table row data value "
-        "alpha beta gamma model results show report section page list item".split()
+        [
+            'the', 'a', 'of', 'and', 'to', 'in', 'is', 'it', 'for', 'on', 'with', 'as', 'this',
+            'that', 'be', 'are', 'table', 'row', 'data', 'value', 'alpha', 'beta', 'gamma',
+            'model', 'results', 'show', 'report', 'section', 'page', 'list', 'item',
+        ]
     )
 
 
@@ -94,8 +97,8 @@ def fake_resources(fake_word_list: frozenset[str]) -> Resources:
 class _StubSentenceTransformer:
     """The fake SDK's model: fixed 2-D vectors looked up by text (unknown text -> [1, 0])."""
 
-    vectors: dict[str, list[float]] = {}
-    instances: list[_StubSentenceTransformer] = []
+    vectors: ClassVar[dict[str, list[float]]] = {}
+    instances: ClassVar[list[_StubSentenceTransformer]] = []
 
     def __init__(self, model_name_or_path: str, *args: Any, **kwargs: Any) -> None:
         self.model_name_or_path = model_name_or_path

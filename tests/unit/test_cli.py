@@ -145,6 +145,24 @@ def test_output_file_is_written_atomically_and_stdout_stays_empty(
     assert sorted(p.name for p in out_dir.iterdir()) == ["result.json"]  # no temp file left
 
 
+@pytest.mark.parametrize(("existing_mode", "expected_mode"), [(None, 0o644), (0o640, 0o640)])
+def test_output_file_gets_the_mode_a_plain_write_would_give(
+    existing_mode: int | None, expected_mode: int, tmp_path: Path
+) -> None:
+    target = tmp_path / "r.json"
+    if existing_mode is not None:
+        target.write_text("old", encoding="utf-8")
+        target.chmod(existing_mode)
+    old_umask = os.umask(0o022)
+    try:
+        cli_chunk.write_atomic(target, "{}\n")
+    finally:
+        os.umask(old_umask)
+
+    assert target.read_text(encoding="utf-8") == "{}\n"
+    assert target.stat().st_mode & 0o777 == expected_mode
+
+
 def test_failed_write_leaves_old_file_and_no_temp_file(
     blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any, no_resources: Any, monkeypatch: Any
 ) -> None:

@@ -1,0 +1,133 @@
+"""The engine's fast paths give exactly what the straightforward computations give.
+
+Each optimisation in the engine replaces a simple computation by a cheaper one that must be
+equal on every input; these tests pin that equality (the simple form is the reference):
+
+* word counts without splitting (``word_count``, ``line_word_counts``) == ``len(text.split())``;
+* the ASCII pre-filter of equation detection never changes ``looks_like_equation``;
+* chunk token counts summed from per-block word counts == the DEC-04 estimate of the final text;
+* memoized dictionary coverage (``ChunkScorer``) == a fresh ``score_chunk`` and == the share of
+  ``alphabetic_tokens`` found in the word list;
+* one ``str.format`` template per table row == the key=value rendering, braces included;
+* the chunks built by the engine validate against the output schema, on a 1k benchmark stream.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from longparser import chunk_blocks
+from longparser.equations import EQUATION_THRESHOLD, equation_score, looks_like_equation
+from longparser.quality import ChunkScorer, alphabetic_tokens, score_chunk
+from longparser.resources import Resources
+from longparser.table_chunks import render_rows
+from longparser.tables import Grid
+from longparser.tokens import estimate_tokens, line_word_counts, word_count
+from schemas import Chunk
+
+BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
+WHITESPACE = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u2028\u3000"
+# Letters, digits, every character an equation gate tests, Greek, operators, lead-in words.
+EQUATION_ALPHABET = "abxyzEfPn01239 _^=+*<>\\()|,.:-−±≤∑σαβ√"
+LEAD_INS = [None, "", "The loss is defined as:", "where x denotes", "Plain prose.", "given by", "x_i"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(WHITESPACE + "ab.é=") | st.characters(), max_size=40))
+def test_word_count_is_the_split_count(text: str) -> None:
+    assert word_count(text) == len(text.split())
+    assert estimate_tokens(text) == max(1, int(len(text.split()) * 1.33))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from(WHITESPACE + "ab;=é"), max_size=12), max_size=6))
+def test_line_word_counts_are_the_split_counts(lines: list[str]) -> None:
+    assert line_word_counts(lines) == [len(line.split()) for line in lines]
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.text(alphabet=st.sampled_from(EQUATION_ALPHABET), max_size=90), st.sampled_from(LEAD_INS))
+def test_looks_like_equation_agrees_with_the_score(text: str, previous: str | None) -> None:
+    assert looks_like_equation(text, previous) is (equation_score(text, previous) >= EQUATION_THRESHOLD)
+
+
+@pytest.mark.parametrize(
+    ("text", "previous", "score"),
+    [
+        ("Results for d1, d2 and d3 are shown in Table 2.", None, 0.5),  # plain ASCII: decided early
+        ("Its value d1 is defined as follows", None, 1.5),  # digit + own phrase: still under 2.0
+        ("Its value is shown below", "The rate is given by:", 1.5),  # lead-in alone
+        ("Its value d1 is defined as follows", "The rate is given by:", 3.0),  # lead-in + d1 + phrase
+    ],
+)
+def test_plain_ascii_prefilter_cases(text: str, previous: str | None, score: float) -> None:
+    assert equation_score(text, previous) == pytest.approx(score)
+    assert looks_like_equation(text, previous) is (score >= EQUATION_THRESHOLD)
+
+
+def _bench_blocks(n: int) -> list[dict]:
+    sys.path.insert(0, str(BENCH_DIR))
+    try:
+        import gen_blocks
+    finally:
+        sys.path.remove(str(BENCH_DIR))
+    return gen_blocks.generate(n)
+
+
+@pytest.fixture(scope="module")
+def stream_1k() -> list[dict]:
+    return _bench_blocks(1000)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        None,
+        {"overlap_blocks": 2, "max_tokens": 200, "min_tokens": 50, "table_chunk_format": "pipe"},
+        {"overlap_blocks": 0, "min_tokens": 0, "wide_table_col_threshold": 8,
+         "exclude_headers_footers": False},
+    ],
+)
+def test_summed_token_counts_equal_the_estimate_of_the_text(
+    stream_1k: list[dict], config: dict | None
+) -> None:
+    result = chunk_blocks(stream_1k, config)
+    assert result.chunks
+    assert [c.token_count for c in result.chunks] == [estimate_tokens(c.text) for c in result.chunks]
+
+
+def test_chunks_validate_against_the_output_schema(stream_1k: list[dict], fake_resources: Resources) -> None:
+    result = chunk_blocks(stream_1k, None, fake_resources, document_id="doc")
+    for chunk in result.chunks:
+        assert Chunk.model_validate(chunk.model_dump()) == chunk
+
+
+def test_memoized_coverage_equals_fresh_scores(stream_1k: list[dict], fake_word_list: frozenset[str]) -> None:
+    texts = [chunk.text for chunk in chunk_blocks(stream_1k).chunks]
+    texts += ["Ünïcode wörds ΑΣ σοφός don't x_i", "a b c", "", "Σίσυφος ΟΔΥΣΣΕΥΣ"]
+    texts.append("caf\u0065\u0301 na\u00efve")  # decomposed accent: the mark stays in the word
+    words = fake_word_list | {"wörds", "σοφός", "don", "café"}
+    scorer = ChunkScorer(words)
+    sources = [(0.9, 10)]
+    for text in texts:
+        memoized = scorer.score(text, sources)
+        assert memoized == score_chunk(text, sources, word_list=words)
+        tokens = alphabetic_tokens(text)
+        expected = sum(token in words for token in tokens) / len(tokens) if tokens else None
+        coverage = memoized[1]["dictionary_coverage"]
+        assert coverage == (None if expected is None else round(expected, 4))
+
+
+def test_row_template_renders_braces_verbatim() -> None:
+    grid = Grid(["a{b}", "{0}", "c}}{"], [["x{1}", "", "{}"], ["1", "2", "3"]])
+    assert render_rows(grid, [0, 1, 2], "row_record", 1, grid.rows) == [
+        "Row 1: a{b}=x{1}; {0}=; c}}{={}",
+        "Row 2: a{b}=1; {0}=2; c}}{=3",
+    ]
+    assert render_rows(grid, [1], "row_record", 4, grid.rows) == ["Row 4: {0}=", "Row 5: {0}=2"]
+    assert render_rows(grid, [0, 2], "pipe", 1, grid.rows) == ["x{1} | {}", "1 | 3"]
