@@ -39,7 +39,6 @@ from typing import Any
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
 sys.path[:0] = [str(BENCH_DIR), str(ROOT)]
-sys.path.append("/work/shared/bench")  # fallback when the copy beside this file is absent
 
 import gen_blocks  # noqa: E402
 

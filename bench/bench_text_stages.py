@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Micro-benchmark of the two per-text stages: equation detection and chunk quality scoring.
 
-Times, on gen_blocks' 10k stream (``/work/shared/bench`` or ``$GEN_BLOCKS_DIR``):
+Times, on gen_blocks' 10k stream (``bench/gen_blocks.py`` or ``$GEN_BLOCKS_DIR``):
 
 * ``looks_like_equation`` (what the pipeline calls) and ``equation_score`` over every paragraph
   text (with its previous block's text), split into prose and equation-like paragraphs;
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, os.environ.get("GEN_BLOCKS_DIR", "/work/shared/bench"))
+sys.path.insert(0, os.environ.get("GEN_BLOCKS_DIR", str(Path(__file__).resolve().parent)))
 
 import gen_blocks
 

@@ -13,8 +13,10 @@ may still be under the minimum). The pipeline restores reading order (by first b
 afterwards.
 
 Context prefixes: the earlier draft's prefix stays. The later draft's repeated lead-in is
-dropped when the lead-in is already primary content of the earlier draft (two pieces of the
-same list re-joined), otherwise it stays in the text, inline.
+dropped when the earlier draft already holds that lead-in: as primary content (the first piece
+of the list) or as its own repeated lead-in (two later pieces of the same list re-joined), so
+the merged text shows the lead-in once, at the top. Otherwise (a lead-in the earlier draft
+lacks) it stays in the text, inline.
 """
 
 from __future__ import annotations
@@ -25,12 +27,18 @@ from longparser.tokens import TokenCounter
 MERGE_SEPARATOR = "\n\n"
 
 
+def _holds_lead_in(draft: Draft, lead_id: str | None) -> bool:
+    """Whether ``draft``'s text already shows the lead-in block ``lead_id`` (primary or repeated)."""
+    if lead_id is None:
+        return False
+    return lead_id == draft.lead_id or lead_id in [rec.block_id for rec in draft.blocks]
+
+
 def merge_pair(earlier: Draft, later: Draft, target: Draft) -> Draft:
     """One draft holding ``earlier`` then ``later``; ``target`` decides the type and section."""
-    earlier_ids = {rec.block_id for rec in earlier.blocks}
     later_text, later_words = later.body, later.body_word_count()
     lead_id = earlier.lead_id
-    if later.prefix and later.lead_id not in earlier_ids:
+    if later.prefix and not _holds_lead_in(earlier, later.lead_id):
         later_text, later_words = later.prefix + later.body, later.text_word_count()
         lead_id = lead_id or later.lead_id
     kind = "equation" if earlier.has_equation() or later.has_equation() else target.kind

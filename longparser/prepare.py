@@ -21,6 +21,7 @@ Decisions where SPEC is silent:
 
 from __future__ import annotations
 
+import string
 from collections.abc import Iterable
 
 from longparser.equations import looks_like_equation
@@ -29,6 +30,10 @@ from longparser.tokens import TokenCounter, estimate_tokens, tokens_for_words, w
 from schemas import Block, ChunkingConfig
 
 _SEPARATOR_CHARS = frozenset("_-=.·•") | frozenset(chr(c) for c in range(0x2500, 0x2580))
+# A block whose text starts with one of these is neither blank nor separator-only: unless it is a
+# header/footer, it is kept without calling exclusion_reason (the usual block: ~5% of prepare).
+_KEPT_FIRST_CHARS = frozenset(string.ascii_letters + string.digits)
+_HEADER_FOOTER = frozenset({"header", "footer"})
 
 
 class Rec:
@@ -114,11 +119,12 @@ def prepare(
     path: tuple[str, ...] = ()
     estimate = counter is estimate_tokens  # then tokens follow from the word count (one split)
     for pos, block in enumerate(blocks):
-        reason = exclusion_reason(block, drop_hf)
-        if reason is not None:
-            excluded[reason] = excluded.get(reason, 0) + 1
-            continue
         kind, text = block.type, block.text
+        if text[:1] not in _KEPT_FIRST_CHARS or kind in _HEADER_FOOTER:
+            reason = exclusion_reason(block, drop_hf)
+            if reason is not None:
+                excluded[reason] = excluded.get(reason, 0) + 1
+                continue
         if detect and kind == "paragraph" and looks_like_equation(text, previous_text):
             kind = "equation"
             retagged += 1

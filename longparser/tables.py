@@ -40,6 +40,7 @@ _DATE = (
 _NUMBER = r"(?:[-+−]?[ ]*[$€£]?[ ]*[-+−]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)[ ]*[%$€£]?)"
 _DATE_COLUMN_RE = re.compile(f"{_DATE}(?:\n{_DATE})*")
 _NUMBER_COLUMN_RE = re.compile(f"{_NUMBER}(?:\n{_NUMBER})*")
+_DIGITS_TO_ZERO = str.maketrans("123456789", "000000000")
 
 
 @dataclass(slots=True)
@@ -67,7 +68,7 @@ _HEADER_ITEM = itemgetter("column_header")
 def _clean_all(texts: list[str]) -> list[str]:
     """Strip every text; collapse internal whitespace where a text has newlines/tabs."""
     cleaned = list(map(str.strip, texts))
-    if all(map(str.isprintable, cleaned)):
+    if "".join(cleaned).isprintable():  # all(map(str.isprintable, ...)) in one C call, not one per cell
         return cleaned
     return [" ".join(text.split()) for text in cleaned]
 
@@ -155,17 +156,32 @@ def build_grid(table: Table) -> Grid:
     return Grid(columns, rows)
 
 
-def _all_match(pattern: re.Pattern[str], values: list[str]) -> bool:
-    return pattern.fullmatch("\n".join(values)) is not None
+def _all_match(pattern: re.Pattern[str], values: str) -> bool:
+    """Whether every line of ``values`` (cleaned values joined by newlines) is one value of the type."""
+    return pattern.fullmatch(values) is not None
+
+
+def _shapes(values: list[str]) -> str:
+    """The column's distinct value shapes (ASCII digits read as ``0``), joined by newlines.
+
+    The type patterns see digits only through ``\\d``, so a value and its shape match alike;
+    a column of numbers or dates has a handful of shapes (``00.0%``, ``0000-00-00``), and the
+    regex engine (~30 ns per character) then reads those instead of every value.
+    """
+    return "\n".join(set("\n".join(values).translate(_DIGITS_TO_ZERO).split("\n")))
 
 
 def guess_type(values: list[str]) -> str:
     """``date``, ``number`` or ``string`` for a column's non-empty (cleaned) values."""
     if not values:
         return "string"
-    if _all_match(_DATE_COLUMN_RE, values):
+    first = values[0]  # a text column is decided here, before any whole-column work
+    if not (_all_match(_DATE_COLUMN_RE, first) or _all_match(_NUMBER_COLUMN_RE, first)):
+        return "string"
+    shapes = _shapes(values)
+    if _all_match(_DATE_COLUMN_RE, shapes):
         return "date"
-    if _all_match(_NUMBER_COLUMN_RE, values):
+    if _all_match(_NUMBER_COLUMN_RE, shapes):
         return "number"
     return "string"
 
@@ -185,6 +201,7 @@ def column_profiles(grid: Grid) -> list[ColumnProfile]:
     profiles: list[ColumnProfile] = []
     for name, column in zip(grid.columns, columns, strict=True):
         values = list(filter(None, column))
-        null_rate = round((n - len(values)) / n, 4) if n else 0.0
+        nulls = n - len(values)
+        null_rate = round(nulls / n, 4) if nulls else 0.0  # round(x, 4) is slow (decimal): skip it for 0
         profiles.append({"name": name, "type": guess_type(values), "null_rate": null_rate})
     return profiles

@@ -11,22 +11,13 @@ jump back (extractors do emit that), so the engine's own sorting is exercised.
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, get_args
 
 from hypothesis import strategies as st
 
-BLOCK_TYPES = (
-    "heading",
-    "paragraph",
-    "list_item",
-    "table",
-    "figure",
-    "caption",
-    "footer",
-    "header",
-    "equation",
-    "code",
-)
+from schemas.blocks import BlockType
+
+BLOCK_TYPES: tuple[str, ...] = get_args(BlockType)
 # Text weights: prose dominates, every odd case stays frequent enough to be hit in ~150 examples.
 _WORDS_TEXT = (
     "the data model shows results alpha beta report section table value Ada 1843 x_i f(x) = "

@@ -301,11 +301,6 @@ def test_header_of_an_empty_column_is_kept(table_format: str) -> None:
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine gap reported to H2: a small last list piece merged into the previous piece "
-    "repeats the lead-in in the middle of the chunk",
-)
 def test_merged_list_pieces_repeat_the_lead_in_only_once() -> None:
     """Found while checking lead-in invariants: pieces 2 and 3 of a split list merge (piece 3 is
     under min_tokens) and the lead-in then appears twice in the merged chunk's text."""

@@ -9,11 +9,15 @@ equal on every input; these tests pin that equality (the simple form is the refe
 * memoized dictionary coverage (``ChunkScorer``) == a fresh ``score_chunk`` and == the share of
   ``alphabetic_tokens`` found in the word list;
 * one ``str.format`` template per table row == the key=value rendering, braces included;
+* a column's type guessed on its distinct digit shapes == every value matched against the
+  type patterns; the DEC-04 estimate without ``max`` == ``max(1, int(words * 1.33))``;
+  quality rounding that skips integral values == ``round(x, 4)``;
 * the chunks built by the engine validate against the output schema, on a 1k benchmark stream.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -23,11 +27,11 @@ from hypothesis import strategies as st
 
 from longparser import chunk_blocks
 from longparser.equations import EQUATION_THRESHOLD, equation_score, looks_like_equation
-from longparser.quality import ChunkScorer, alphabetic_tokens, score_chunk
+from longparser.quality import ChunkScorer, _rounded, alphabetic_tokens, score_chunk
 from longparser.resources import Resources
 from longparser.table_chunks import render_rows
-from longparser.tables import Grid
-from longparser.tokens import estimate_tokens, line_word_counts, word_count
+from longparser.tables import _DATE, _NUMBER, Grid, guess_type
+from longparser.tokens import estimate_tokens, line_word_counts, tokens_for_words, word_count
 from schemas import Chunk
 
 BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
@@ -131,3 +135,48 @@ def test_row_template_renders_braces_verbatim() -> None:
     ]
     assert render_rows(grid, [1], "row_record", 4, grid.rows) == ["Row 4: {0}=", "Row 5: {0}=2"]
     assert render_rows(grid, [0, 2], "pipe", 1, grid.rows) == ["x{1} | {}", "1 | 3"]
+
+
+# Digits (ASCII and not: the type patterns use \\d), every character the date/number patterns name.
+TYPE_ALPHABET = "0123456789٣-/.:,+−$€£% TZxa"
+
+
+def _reference_type(values: list[str]) -> str:
+    """The type guess in its plain form: every value fully matched against one value pattern."""
+    if values and all(re.fullmatch(_DATE, value) for value in values):
+        return "date"
+    if values and all(re.fullmatch(_NUMBER, value) for value in values):
+        return "number"
+    return "string"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from(TYPE_ALPHABET), min_size=1, max_size=14), max_size=6))
+def test_type_guess_on_shapes_equals_matching_every_value(values: list[str]) -> None:
+    assert guess_type(values) == _reference_type(values)
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        (["2024-05-01", "1999-12-31T23:59:59Z", "01.05.24"], "date"),
+        (["58.6%", "$591,024", "-1,769.5", "٣٣"], "number"),
+        (["58.6%", "n/a"], "string"),
+        (["valuation", "12"], "string"),
+        ([], "string"),
+    ],
+)
+def test_type_guess_cases(values: list[str], expected: str) -> None:
+    assert guess_type(values) == _reference_type(values) == expected
+
+
+def test_token_estimate_from_words_is_the_dec04_formula() -> None:
+    assert [tokens_for_words(n) for n in range(3000)] == [max(1, int(n * 1.33)) for n in range(3000)]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.floats(allow_nan=False) | st.sampled_from([0.0, -0.0, 1.0, 0.5, 0.05, 0.123449999, 2.0]))
+def test_rounding_of_quality_components_equals_round(value: float) -> None:
+    rounded = _rounded(value)
+    assert rounded == round(value, 4)
+    assert str(rounded) == str(round(value, 4))  # sign of zero included
