@@ -152,7 +152,7 @@ class SentenceTransformerEncoder:
         return np.asarray(vectors, dtype=np.float32)
 
 
-def _checked_model_dir(model_path: str | os.PathLike[str] | None, expected_sha256: str) -> tuple[Path, str]:
+def checked_model_dir(model_path: str | os.PathLike[str] | None, expected_sha256: str) -> tuple[Path, str]:
     """Resolve the model directory and verify its weights digest before anything imports torch."""
     path = Path(model_path) if model_path is not None else default_model_path()
     if path is None:
@@ -201,7 +201,7 @@ def load_encoder(
     os.environ.update(OFFLINE_ENV)
     for name, value in QUIET_ENV.items():
         os.environ.setdefault(name, value)
-    path, digest = _checked_model_dir(model_path, expected_sha256)
+    path, digest = checked_model_dir(model_path, expected_sha256)
     try:
         from sentence_transformers import SentenceTransformer
     except Exception as exc:  # ImportError, or a broken torch install raising OSError etc.

@@ -19,7 +19,7 @@ from celery.signals import after_setup_logger, worker_init, worker_process_init
 
 from config.logging import set_levels
 from config.settings import get_settings
-from longparser.resources import INSTALL_HINT, PINNED_SHA256, EncoderUnavailable, _checked_model_dir
+from longparser.resources import INSTALL_HINT, PINNED_SHA256, EncoderUnavailable, checked_model_dir
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ def preflight_semantic(model_path: str | None) -> None:
     """
     if importlib.util.find_spec("sentence_transformers") is None:
         raise EncoderUnavailable(f"sentence-transformers is not installed; {INSTALL_HINT}")
-    _checked_model_dir(model_path, PINNED_SHA256)
+    checked_model_dir(model_path, PINNED_SHA256)
 
 
 @after_setup_logger.connect
