@@ -43,7 +43,13 @@ test-real: $(VENV)/.embeddings
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest tests/integration/test_real_embeddings.py \
 		--run-real-embeddings --no-cov
 
+# The reference chunker the engine is compared with in the same run: LongParser's own release on
+# PyPI, fetched as a wheel into bench-data/ (ignored by git, never imported by the service).
+REFERENCE_WHEEL := bench-data/reference/longparser-0.1.5-py3-none-any.whl
+
 bench: $(VENV)/.dev
+	@test -f $(REFERENCE_WHEEL) || $(PIP) download -q --no-deps --only-binary=:all: longparser==0.1.5 \
+		-d $(dir $(REFERENCE_WHEEL)) || echo "reference wheel unavailable: engine figures only"
 	$(PY) bench/bench_engine.py
 
 lint: $(VENV)/.dev

@@ -25,6 +25,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run the real-model suite (pinned all-MiniLM-L6-v2 on the CPU); missing "
         "prerequisites fail the run",
     )
+    parser.addoption(
+        "--real-device",
+        default="cpu",
+        help="torch device the real-model suite loads the model on (default cpu, the production "
+        "setting; e.g. cuda for a one-off measurement on a GPU machine)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

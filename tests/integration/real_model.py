@@ -93,8 +93,9 @@ def restore_env(saved: dict[str, str | None]) -> None:
 
 
 @contextmanager
-def real_model_session(threads: int = 1) -> Iterator[RealModel]:
-    """Load the pinned model through the production loader; restore env and threads after."""
+def real_model_session(threads: int = 1, device: str = "cpu") -> Iterator[RealModel]:
+    """Load the pinned model through the production loader (on ``device``, the CPU unless the
+    suite is run with ``--real-device``); restore env and threads after."""
     torch = require_torch()
     path = require_model_path()
     saved_env, saved_threads = snapshot_env(), torch.get_num_threads()
@@ -102,7 +103,7 @@ def real_model_session(threads: int = 1) -> Iterator[RealModel]:
         os.environ.update(OFFLINE_ENV)  # before anything of the SDK runs (the loader sets them too)
         torch.set_num_threads(threads)
         try:
-            encoder = load_encoder(path, threads=threads)
+            encoder = load_encoder(path, threads=threads, device=device)
         except EncoderUnavailable as exc:
             _missing(str(exc))
         yield RealModel(path=path, encoder=encoder, threads=threads)

@@ -56,8 +56,14 @@ class _EnglishLanguageId:
 
 
 @pytest.fixture(scope="module")
-def real_model() -> Iterator[RealModel]:
-    with real_model_session(threads=1) as model:
+def real_device(request: pytest.FixtureRequest) -> str:
+    """The torch device of the suite's model: ``cpu`` (production) unless ``--real-device``."""
+    return str(request.config.getoption("--real-device"))
+
+
+@pytest.fixture(scope="module")
+def real_model(real_device: str) -> Iterator[RealModel]:
+    with real_model_session(threads=1, device=real_device) as model:
         yield model
 
 
@@ -71,13 +77,13 @@ def test_labelled_fixture_is_unchanged_since_labelling() -> None:
     assert hashlib.sha256(FIXTURE.read_bytes()).hexdigest() == FIXTURE_SHA256
 
 
-def test_pinned_weights_loaded_offline_with_capped_threads(real_model: RealModel) -> None:
+def test_pinned_weights_loaded_offline_with_capped_threads(real_model: RealModel, real_device: str) -> None:
     torch = require_torch()
     assert real_model.encoder.name == MODEL_NAME
     assert real_model.encoder.weights_sha256 == PINNED_SHA256
     assert {name: os.environ[name] for name in OFFLINE_ENV} == OFFLINE_ENV
     assert torch.get_num_threads() == 1
-    assert str(real_model.encoder.model.device) == "cpu"
+    assert real_model.encoder.model.device.type == real_device.split(":")[0]
 
 
 def test_vectors_have_shape_3_by_384_and_are_finite(real_model: RealModel) -> None:
