@@ -11,8 +11,9 @@ Decisions where SPEC is silent:
 * Header rows are the rows covered by any ``column_header`` cell, else row 0. A column's name
   is its header rows' distinct non-empty texts joined by `` / `` (``Revenue / 2024``), or
   ``col_<i>`` (0-based) when empty. Duplicate names are kept as given.
-* Cell text is stripped; internal newlines/whitespace runs become single spaces (a cell must
-  not break a row's line).
+* Cell text is stripped; in a cell holding a line break, tab or other non-printable
+  character, every whitespace run becomes a single space (a cell must not break a row's
+  line); other cells keep their inner spacing as given.
 * Data rows are the non-header rows that hold some text; they are numbered 1, 2, ... in
   that order (the ``Row N`` of records and the row_start/row_end of metadata).
 * Type guess per column over its non-empty data values: ``date`` when all are ISO-like
@@ -26,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from itertools import chain, repeat
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from typing import TypedDict
 
 from schemas import Table
@@ -54,23 +55,19 @@ class Grid:
 _CELL_FIELDS = attrgetter("row_index", "col_index", "row_span", "col_span", "text", "column_header")
 _ROW_INDEX = attrgetter("row_index")
 _COL_INDEX = attrgetter("col_index")
-# The same fields read from a cell's ``vars()`` (a pydantic model keeps its field values in its
-# instance ``__dict__``): one ``vars`` pass, then item lookups, is ~1.5x cheaper per field than
-# attribute lookups on the models.
-_ROW_ITEM = itemgetter("row_index")
-_COL_ITEM = itemgetter("col_index")
-_ROW_SPAN_ITEM = itemgetter("row_span")
-_COL_SPAN_ITEM = itemgetter("col_span")
-_TEXT_ITEM = itemgetter("text")
-_HEADER_ITEM = itemgetter("column_header")
+_ROW_SPAN = attrgetter("row_span")
+_COL_SPAN = attrgetter("col_span")
+_TEXT = attrgetter("text")
+_HEADER = attrgetter("column_header")
 
 
 def _clean_all(texts: list[str]) -> list[str]:
-    """Strip every text; collapse internal whitespace where a text has newlines/tabs."""
+    """Strip every text; collapse internal whitespace where a text has newlines/tabs (per cell,
+    exactly as :func:`_fill` does: a cell's cleaning never depends on the other cells)."""
     cleaned = list(map(str.strip, texts))
     if "".join(cleaned).isprintable():  # all(map(str.isprintable, ...)) in one C call, not one per cell
         return cleaned
-    return [" ".join(text.split()) for text in cleaned]
+    return [text if text.isprintable() else " ".join(text.split()) for text in cleaned]
 
 
 def _dense(table: Table) -> tuple[list[list[str]], set[int]] | None:
@@ -84,19 +81,19 @@ def _dense(table: Table) -> tuple[list[list[str]], set[int]] | None:
     n_rows, n_cols = table.cells[-1].row_index + 1, table.cells[-1].col_index + 1
     if len(table.cells) != n_rows * n_cols:
         return None
-    cells = list(map(vars, table.cells))
-    if max(map(_ROW_SPAN_ITEM, cells)) > 1 or max(map(_COL_SPAN_ITEM, cells)) > 1:
+    cells = table.cells  # slotted dataclasses: each field is one C-level map over the cells
+    if max(map(_ROW_SPAN, cells)) > 1 or max(map(_COL_SPAN, cells)) > 1:
         return None
-    if list(map(_COL_ITEM, cells)) != list(range(n_cols)) * n_rows:
+    if list(map(_COL_INDEX, cells)) != list(range(n_cols)) * n_rows:
         return None
-    row_index = list(map(_ROW_ITEM, cells))
+    row_index = list(map(_ROW_INDEX, cells))
     if row_index != list(chain.from_iterable(map(repeat, range(n_rows), repeat(n_cols)))):
         return None
-    texts = _clean_all(list(map(_TEXT_ITEM, cells)))
+    texts = _clean_all(list(map(_TEXT, cells)))
     grid = [texts[i : i + n_cols] for i in range(0, len(texts), n_cols)]
     header_rows: set[int] = set()
-    if any(map(_HEADER_ITEM, cells)):
-        header_rows = {r for r, flag in zip(row_index, map(_HEADER_ITEM, cells), strict=True) if flag}
+    if any(map(_HEADER, cells)):
+        header_rows = {r for r, flag in zip(row_index, map(_HEADER, cells), strict=True) if flag}
     return grid, header_rows
 
 

