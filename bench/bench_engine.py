@@ -8,7 +8,8 @@ the quality resources once (scoring is always ON; the word list when the file ex
 fastText language ID only in the ``+fastText`` rows),
 warm up on a small stream, then time ``chunk_blocks`` on the raw dicts (validation included:
 what the worker does) and on pre-validated ``Block`` models (engine alone), best of
-``--repeat`` runs each. Peak RSS is read after the dict runs, before the models exist.
+``--repeat`` runs each. Peak RSS is read after the dict runs, before the models exist, and
+again at the end (dicts and models held: the worker's shape).
 
 Configurations: the main rows score with the resources the reference had on this machine class
 (no ``/usr/share/dict/words`` here, no fastText model loaded: confidence, noise and sentence-end
@@ -273,6 +274,14 @@ def _report(figures: list[dict[str, Any]], references: dict[int, dict[str, Any]]
                 f"memory at 100k, reference measured here: {ref_peak:,.0f} MB peak, "
                 f"{ref['rss_input_mb']:,.0f} MB input (chunker: +{ref_held:,.0f} MB); ours / its: "
                 f"{peak / ref_peak:.0%} of the peak, {held / max(ref_held, 1.0):.0%} of the working memory"
+            )
+            # The worker's shape: the decoded payload dicts, the request validated to Block models
+            # (held for the whole call, as the reference holds its models), then the chunking.
+            worker = large["rss_total_mb"]
+            print(
+                f"memory at 100k, dicts held + validated to Block models + chunked (the worker's path, "
+                f"what the reference does): {worker:,.0f} MB peak = {worker / ref_peak:.0%} of the "
+                f"reference's"
             )
     if 10_000 in by_size:
         fig = by_size[10_000]
