@@ -19,9 +19,10 @@ Decisions where SPEC is silent:
   by reference counting), while the collector's full scans of the caller's large block lists
   made per-block throughput fall as documents grew (measured: ~16k -> ~25k blocks/s CPU on
   100k blocks).
-* Dict blocks are validated one at a time while prepare reads them (streaming: no list of
-  models for the whole document is held; a list of Block models, the worker's input, is read
-  as it is); ``timings_ms["validate"]`` is the validation time
+* Dict blocks are validated one at a time while prepare reads them, by the TypedDict mirror
+  of the Block contract, with Block's own error for a block it rejects (longparser.intake;
+  streaming: nothing is held for the whole document; a list of Block models, the worker's
+  input, is read as it is); ``timings_ms["validate"]`` is the validation time
   accumulated in that pass and ``prepare`` the rest of it (exclusions, equation re-tagging,
   token counts, table grids). ``structure`` covers sections, tables, lists, packing,
   merging and overlap; ``quality`` covers scores, ids and final token counts; ``total``
@@ -35,12 +36,13 @@ import logging
 import time
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from longparser.build import Draft, block_ids, to_chunk
 from longparser.ids import chunk_id
+from longparser.intake import BlockIntake
 from longparser.lists import list_drafts
 from longparser.merging import merge_small
 from longparser.overlap import apply_overlap
@@ -65,44 +67,6 @@ def _as_config(config: ChunkingConfig | dict[str, Any] | None) -> ChunkingConfig
     if isinstance(config, ChunkingConfig):
         return config
     return ChunkingConfig.model_validate(config)
-
-
-class _Validated:
-    """The caller's blocks as models, dicts validated one at a time while prepare reads them.
-
-    Streaming keeps memory flat: a validated Block is dropped as soon as prepare has turned it
-    into a light record (only a table's cells stay referenced), instead of holding a model for
-    every block of a 100k-block document at once. ``seconds`` is the validation time spent.
-    """
-
-    __slots__ = ("blocks", "count", "seconds")
-
-    def __init__(self, blocks: Iterable[Block | dict[str, Any]]) -> None:
-        self.blocks = blocks
-        self.count = 0
-        self.seconds = 0.0
-
-    def models(self) -> Iterable[Block]:
-        """The blocks as models: a list of Block models as it is (the worker's path, no per-item
-        generator step), anything else through :meth:`__iter__`."""
-        blocks = self.blocks
-        if isinstance(blocks, list) and set(map(type, blocks)) <= {Block}:
-            self.count = len(blocks)
-            return blocks
-        return self
-
-    def __iter__(self) -> Iterator[Block]:
-        # Block.model_validate without its Python wrapper (~10% of validation time; same errors)
-        validate, clock = Block.__pydantic_validator__.validate_python, time.perf_counter
-        for block in self.blocks:
-            self.count += 1
-            if isinstance(block, Block):
-                yield block
-            else:
-                start = clock()
-                model = validate(block)
-                self.seconds += clock() - start
-                yield model
 
 
 def _semantic(
@@ -242,8 +206,8 @@ def _chunk(
     t0 = time.perf_counter()
     cfg, res = _as_config(config), resources if resources is not None else NO_RESOURCES
     counter = res.token_counter
-    validated = _Validated(blocks)
-    records, excluded, retagged = prepare(validated.models(), cfg, counter)
+    intake = BlockIntake(blocks)
+    records, excluded, retagged = prepare(intake.fields(), cfg, counter)
     t2 = time.perf_counter()
     sections = group_sections(records)
     segmented = [segment(section) for section in sections]
@@ -255,13 +219,13 @@ def _chunk(
     chunks = finalize(drafts, document_id, res)
     t6 = time.perf_counter()
     timings = {
-        "validate": round(validated.seconds * 1000.0, 3),
-        "prepare": round(_ms(t0, t2) - validated.seconds * 1000.0, 3),
+        "validate": round(intake.seconds * 1000.0, 3),
+        "prepare": round(_ms(t0, t2) - intake.seconds * 1000.0, 3),
         "structure": round(_ms(t2, t3) + _ms(t4, t5), 3),
         "semantic": _ms(t3, t4), "quality": _ms(t5, t6), "total": _ms(t0, t6),
     }
     stats = ChunkStats(
-        blocks_in=validated.count,
+        blocks_in=intake.count,
         blocks_excluded=excluded,
         equations_detected=retagged,
         chunks_out=len(chunks),

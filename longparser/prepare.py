@@ -1,9 +1,10 @@
 """Stages 1-2: light internal records, exclusions, equation re-tagging (SPEC 3.1-3.2).
 
 The caller's blocks are never touched: each kept block becomes a :class:`Rec`, a slotted
-record that the later stages read instead of the pydantic model (attribute access on a
-slotted object is several times cheaper than on a model, and re-tagging a record cannot
-mutate the caller's Block or dict).
+record that the later stages read instead of the caller's model or dict (attribute access on
+a slotted object is several times cheaper than on a model, and re-tagging a record cannot
+mutate the caller's Block or dict). prepare reads each block's fields as
+:mod:`longparser.intake` hands them over (validated, Block's defaults applied).
 
 Decisions where SPEC is silent:
 
@@ -25,9 +26,10 @@ import string
 from collections.abc import Iterable
 
 from longparser.equations import looks_like_equation
+from longparser.intake import BlockFields
 from longparser.tables import Grid, build_grid
 from longparser.tokens import TokenCounter, estimate_tokens, tokens_for_words, word_count
-from schemas import Block, ChunkingConfig
+from schemas import ChunkingConfig
 
 _SEPARATOR_CHARS = frozenset("_-=.·•") | frozenset(chr(c) for c in range(0x2500, 0x2580))
 # A block whose text starts with one of these is neither blank nor separator-only: unless it is a
@@ -84,14 +86,15 @@ def is_separator(text: str) -> bool:
     return seen
 
 
-def exclusion_reason(block: Block, exclude_headers_footers: bool) -> str | None:
-    """Why ``block`` is excluded (``header``/``footer``/``blank``/``separator``), or None."""
-    kind = block.type
+def exclusion_reason(kind: str, text: str, has_cells: bool, exclude_headers_footers: bool) -> str | None:
+    """Why a block is excluded (``header``/``footer``/``blank``/``separator``), or None.
+
+    ``has_cells``: the block carries a table with at least one cell.
+    """
     if exclude_headers_footers and (kind == "header" or kind == "footer"):
         return kind
-    if kind == "table" and block.table is not None and block.table.cells:
+    if kind == "table" and has_cells:
         return None
-    text = block.text
     if not text or text.isspace():
         return "blank"
     first = text.lstrip()[0]  # is_separator stops at the first other character: test it here first
@@ -101,9 +104,9 @@ def exclusion_reason(block: Block, exclude_headers_footers: bool) -> str | None:
 
 
 def prepare(
-    blocks: Iterable[Block], config: ChunkingConfig, counter: TokenCounter
+    blocks: Iterable[BlockFields], config: ChunkingConfig, counter: TokenCounter
 ) -> tuple[list[Rec], dict[str, int], int]:
-    """Exclude, re-tag and convert blocks.
+    """Exclude, re-tag and convert blocks (their fields, as :mod:`longparser.intake` reads them).
 
     Returns:
         ``(records, excluded_counts, equations_detected)``; ``excluded_counts`` holds only
@@ -118,30 +121,26 @@ def prepare(
     last_list: list[str] | None = None
     path: tuple[str, ...] = ()
     estimate = counter is estimate_tokens  # then tokens follow from the word count (one split)
-    for pos, block in enumerate(blocks):
-        kind, text = block.type, block.text
+    for pos, (block_id, kind, text, hierarchy_path, page, confidence, cells) in enumerate(blocks):
         if text[:1] not in _KEPT_FIRST_CHARS or kind in _HEADER_FOOTER:
-            reason = exclusion_reason(block, drop_hf)
+            reason = exclusion_reason(kind, text, bool(cells), drop_hf)
             if reason is not None:
                 excluded[reason] = excluded.get(reason, 0) + 1
                 continue
         if detect and kind == "paragraph" and looks_like_equation(text, previous_text):
             kind = "equation"
             retagged += 1
-        if block.hierarchy_path != last_list:  # consecutive blocks share one path tuple
-            last_list = block.hierarchy_path
+        if hierarchy_path != last_list:  # consecutive blocks share one path tuple
+            last_list = hierarchy_path
             path = tuple(last_list)
         grid = None
         if kind == "table":
             tokens = words = 0
-            if block.table is not None and block.table.cells:
-                grid = build_grid(block.table)
+            if cells:
+                grid = build_grid(cells)
         else:
             words = word_count(text)
             tokens = tokens_for_words(words) if estimate else counter(text)
-        records.append(
-            Rec(pos, block.block_id, kind, text, block.provenance.page_number, path,
-                block.confidence.overall, tokens, words, grid)
-        )
+        records.append(Rec(pos, block_id, kind, text, page, path, confidence, tokens, words, grid))
         previous_text = text
     return records, excluded, retagged

@@ -25,12 +25,11 @@ Decisions where SPEC is silent:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
-from operator import attrgetter
-from typing import TypedDict
-
-from schemas import Table
+from operator import attrgetter, itemgetter
+from typing import Any, NamedTuple, TypedDict
 
 # One value; cell texts are cleaned (no newlines), so a column can be checked in ONE regex
 # call over its values joined by "\n" (see _all_match) instead of one call per value.
@@ -52,68 +51,83 @@ class Grid:
     rows: list[list[str]]  # data rows only, in order
 
 
-_CELL_FIELDS = attrgetter("row_index", "col_index", "row_span", "col_span", "text", "column_header")
-_ROW_INDEX = attrgetter("row_index")
-_COL_INDEX = attrgetter("col_index")
-_ROW_SPAN = attrgetter("row_span")
-_COL_SPAN = attrgetter("col_span")
-_TEXT = attrgetter("text")
-_HEADER = attrgetter("column_header")
+_FIELD_NAMES = ("row_index", "col_index", "row_span", "col_span", "text", "column_header")
 
 
-def _clean_all(texts: list[str]) -> list[str]:
+class _CellGetters(NamedTuple):
+    """C-level readers of the cell fields: attributes of TableCell dataclasses (Block models)
+    or items of validated cell dicts (dict input, see longparser.intake)."""
+
+    all: Callable[[Any], tuple[Any, ...]]
+    row: Callable[[Any], int]
+    col: Callable[[Any], int]
+    row_span: Callable[[Any], int]
+    col_span: Callable[[Any], int]
+    text: Callable[[Any], str | None]
+    header: Callable[[Any], bool]
+
+
+_ATTRIBUTES = _CellGetters(attrgetter(*_FIELD_NAMES), *map(attrgetter, _FIELD_NAMES))
+_ITEMS = _CellGetters(itemgetter(*_FIELD_NAMES), *map(itemgetter, _FIELD_NAMES))
+
+
+def _clean_all(texts: list[str | None]) -> list[str]:
     """Strip every text; collapse internal whitespace where a text has newlines/tabs (per cell,
     exactly as :func:`_fill` does: a cell's cleaning never depends on the other cells)."""
-    cleaned = list(map(str.strip, texts))
+    try:
+        cleaned = list(map(str.strip, texts))
+    except TypeError:  # a dict cell's text may be None: Block reads it as ""
+        cleaned = [text.strip() if text else "" for text in texts]
     if "".join(cleaned).isprintable():  # all(map(str.isprintable, ...)) in one C call, not one per cell
         return cleaned
     return [text if text.isprintable() else " ".join(text.split()) for text in cleaned]
 
 
-def _dense(table: Table) -> tuple[list[list[str]], set[int]] | None:
+def _dense(cells: Sequence[Any], get: _CellGetters) -> tuple[list[list[str]], set[int]] | None:
     """Fast path for the usual extractor output: every position once, row-major, no spans.
 
-    Every step is a C-level pass (``map``/``attrgetter``), several times cheaper per cell than
+    Every step is a C-level pass (``map`` with a getter), several times cheaper per cell than
     the general loop of :func:`_fill`; returns None when the table does not have that shape.
     The grid size is read from the last cell: when the shape checks pass it is the last
     position, so no separate pass for the largest row and column index is needed.
     """
-    n_rows, n_cols = table.cells[-1].row_index + 1, table.cells[-1].col_index + 1
-    if len(table.cells) != n_rows * n_cols:
+    n_rows, n_cols = get.row(cells[-1]) + 1, get.col(cells[-1]) + 1
+    if len(cells) != n_rows * n_cols:
         return None
-    cells = table.cells  # slotted dataclasses: each field is one C-level map over the cells
-    if max(map(_ROW_SPAN, cells)) > 1 or max(map(_COL_SPAN, cells)) > 1:
+    if max(map(get.row_span, cells)) > 1 or max(map(get.col_span, cells)) > 1:
         return None
-    if list(map(_COL_INDEX, cells)) != list(range(n_cols)) * n_rows:
+    if list(map(get.col, cells)) != list(range(n_cols)) * n_rows:
         return None
-    row_index = list(map(_ROW_INDEX, cells))
+    row_index = list(map(get.row, cells))
     if row_index != list(chain.from_iterable(map(repeat, range(n_rows), repeat(n_cols)))):
         return None
-    texts = _clean_all(list(map(_TEXT, cells)))
+    texts = _clean_all(list(map(get.text, cells)))
     grid = [texts[i : i + n_cols] for i in range(0, len(texts), n_cols)]
     header_rows: set[int] = set()
-    if any(map(_HEADER, cells)):
-        header_rows = {r for r, flag in zip(row_index, map(_HEADER, cells), strict=True) if flag}
+    if any(map(get.header, cells)):
+        header_rows = {r for r, flag in zip(row_index, map(get.header, cells), strict=True) if flag}
     return grid, header_rows
 
 
-def _fill(cells: list[list[str]], table: Table) -> set[int]:
+def _fill(grid: list[list[str]], cells: Sequence[Any], get: _CellGetters) -> set[int]:
     """Write cell texts into the grid; return the header row indices.
 
-    Hot loop (one iteration per cell): fields are fetched with one ``attrgetter`` call and
+    Hot loop (one iteration per cell): fields are fetched with one getter call and
     the cleaning is inlined.
     """
-    n_rows, n_cols = len(cells), len(cells[0]) if cells else 0
+    n_rows, n_cols = len(grid), len(grid[0]) if grid else 0
     header_rows: set[int] = set()
-    for r0, c0, rs, cs, text, is_header in map(_CELL_FIELDS, table.cells):
+    for r0, c0, rs, cs, text, is_header in map(get.all, cells):
         if text:
             text = text.strip()
             if not text.isprintable():  # one C-level scan; true for the usual one-line cell
                 text = " ".join(text.split())
+        else:
+            text = ""  # also a dict cell's None text (Block reads it as "")
         if rs == 1 and cs == 1:  # fast path: no span, nothing to clip
             if is_header:
                 header_rows.add(r0)
-            row = cells[r0]
+            row = grid[r0]
             if not row[c0]:
                 row[c0] = text
             continue
@@ -121,35 +135,37 @@ def _fill(cells: list[list[str]], table: Table) -> set[int]:
         if is_header:
             header_rows.update(range(r0, r1))
         for r in range(r0, r1):
-            row = cells[r]
+            row = grid[r]
             for c in range(c0, c1):
                 if not row[c]:
                     row[c] = text
     return header_rows
 
 
-def build_grid(table: Table) -> Grid:
-    """Grid of a structured table (``table.cells`` must be non-empty)."""
-    dense = _dense(table)
+def build_grid(cells: Sequence[Any]) -> Grid:
+    """Grid of a structured table from its cells (non-empty): TableCell dataclasses or
+    validated cell dicts (see longparser.intake)."""
+    get = _ITEMS if type(cells[0]) is dict else _ATTRIBUTES
+    dense = _dense(cells, get)
     if dense is not None:
-        cells, flagged = dense
+        grid, flagged = dense
     else:
-        n_rows = max(map(_ROW_INDEX, table.cells)) + 1
-        n_cols = max(map(_COL_INDEX, table.cells)) + 1
-        cells = [[""] * n_cols for _ in range(n_rows)]
-        flagged = _fill(cells, table)
-    n_cols = len(cells[0])
+        n_rows = max(map(get.row, cells)) + 1
+        n_cols = max(map(get.col, cells)) + 1
+        grid = [[""] * n_cols for _ in range(n_rows)]
+        flagged = _fill(grid, cells, get)
+    n_cols = len(grid[0])
     header_rows = sorted(flagged or {0})
     columns = []
     for c in range(n_cols):
         parts: list[str] = []
         for r in header_rows:
-            text = cells[r][c]
+            text = grid[r][c]
             if text and text not in parts:
                 parts.append(text)
         columns.append(" / ".join(parts) or f"col_{c}")
     skip = set(header_rows)
-    rows = [row for r, row in enumerate(cells) if r not in skip and any(row)]
+    rows = [row for r, row in enumerate(grid) if r not in skip and any(row)]
     return Grid(columns, rows)
 
 

@@ -13,7 +13,8 @@ equal on every input; these tests pin that equality (the simple form is the refe
   type patterns; the DEC-04 estimate without ``max`` == ``max(1, int(words * 1.33))``;
   quality rounding that skips integral values == ``round(x, 4)``;
 * the dense-table fast path of ``build_grid`` (C-level passes over row-major cells without
-  spans) == the general cell-by-cell fill, for any cell list (spans, gaps, any order, headers);
+  spans) == the general cell-by-cell fill, for any cell list (spans, gaps, any order, headers),
+  on TableCell dataclasses and on validated cell dicts (None texts included) alike;
 * the chunks built by the engine validate against the output schema, on a 1k benchmark stream.
 """
 
@@ -22,11 +23,13 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import TypeAdapter
 
 import longparser.tables as tables
 from longparser import chunk_blocks
@@ -36,9 +39,11 @@ from longparser.resources import Resources
 from longparser.table_chunks import render_rows
 from longparser.tables import _DATE, _NUMBER, Grid, build_grid, guess_type
 from longparser.tokens import estimate_tokens, line_word_counts, tokens_for_words, word_count
-from schemas import Chunk, Table, TableCell
+from schemas import Chunk, TableCell
+from schemas.block_dicts import TableCellDict
 
 BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
+_CELL_DICTS = TypeAdapter(list[TableCellDict])
 WHITESPACE = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u2028\u3000"
 # Letters, digits, every character an equation gate tests, Greek, operators, lead-in words.
 EQUATION_ALPHABET = "abxyzEfPn01239 _^=+*<>\\()|,.:-−±≤∑σαβ√"
@@ -187,17 +192,17 @@ def test_rounding_of_quality_components_equals_round(value: float) -> None:
 
 
 @st.composite
-def _cell_lists(draw: st.DrawFn) -> list[TableCell]:
+def _cell_lists(draw: st.DrawFn) -> list[dict[str, Any]]:
     """Row-major dense tables, sometimes disturbed: a span, a missing or moved cell, headers."""
     n_rows, n_cols = draw(st.integers(1, 4)), draw(st.integers(1, 4))
-    texts = st.text(alphabet=" a1\n\t.é", max_size=6)
+    texts = st.none() | st.text(alphabet=" a1\n\t.é", max_size=6)
     cells = [
-        {"row_index": r, "col_index": c, "text": draw(texts), "column_header": draw(st.booleans()) and r == 0}
+        {"r0": r, "c0": c, "text": draw(texts), "column_header": draw(st.booleans()) and r == 0}
         for r in range(n_rows) for c in range(n_cols)
     ]
     disturbance = draw(st.sampled_from(["none", "span", "drop", "swap", "shuffle"]))
     if disturbance == "span":
-        span = draw(st.sampled_from(["row_span", "col_span"]))
+        span = draw(st.sampled_from(["rspan", "cspan"]))
         draw(st.sampled_from(cells))[span] = draw(st.integers(2, 3))
     elif disturbance == "drop" and len(cells) > 1:
         cells.pop(draw(st.integers(0, len(cells) - 2)))
@@ -206,17 +211,20 @@ def _cell_lists(draw: st.DrawFn) -> list[TableCell]:
         cells[i], cells[i + 1] = cells[i + 1], cells[i]
     elif disturbance == "shuffle":
         cells = draw(st.permutations(cells))
-    return [TableCell(**cell) for cell in cells]
+    return cells
 
 
 @settings(max_examples=300, deadline=None)
 @given(_cell_lists())
-def test_dense_table_fast_path_equals_the_general_fill(cells: list[TableCell]) -> None:
-    table = Table(cells=cells)
-    fast = build_grid(table)
-    with mock.patch.object(tables, "_dense", lambda _table: None):
-        general = build_grid(table)
-    assert (fast.columns, fast.rows) == (general.columns, general.rows)
+def test_dense_table_fast_path_equals_the_general_fill(raw: list[dict[str, Any]]) -> None:
+    models = [TableCell(**cell) for cell in raw]  # what a Block holds
+    dicts = _CELL_DICTS.validate_python(raw)  # what dict input yields (text may be None)
+    grids = []
+    for cells in (models, dicts):
+        grids.append(build_grid(cells))
+        with mock.patch.object(tables, "_dense", lambda _cells, _get: None):
+            grids.append(build_grid(cells))
+    assert all((grid.columns, grid.rows) == (grids[0].columns, grids[0].rows) for grid in grids)
 
 
 def test_cell_cleaning_does_not_depend_on_other_cells() -> None:
@@ -224,4 +232,4 @@ def test_cell_cleaning_does_not_depend_on_other_cells() -> None:
     # the same table held a line break; the general path never did.
     cells = [TableCell(row_index=0, col_index=0, text="Net\nrevenue"),
              TableCell(row_index=0, col_index=1, text="Q1  2024")]
-    assert build_grid(Table(cells=cells)).columns == ["Net revenue", "Q1  2024"]
+    assert build_grid(cells).columns == ["Net revenue", "Q1  2024"]
