@@ -135,6 +135,9 @@ _STEM_RES = (
 )
 _LEAD_IN_LAST = frozenset(("as", "by", "is", "es"))  # how every lead-in phrase ends
 _LEAD_IN_TAIL = 60  # the longest lead-in phrase is far shorter; only the tail is searched
+# What the last character of a text ending with a lead-in can be: the last letter of one of
+# _LEAD_IN_LAST (either case), a trailing ":" or ",", or whitespace (stripped before the test).
+_LEAD_IN_END_CHARS = frozenset("sySY:,")
 _ALNUM_RE = re.compile(r"[^\W_]")
 _GATES = "_^=+*<>\\("  # ASCII characters all but one pattern kind need (see _plain_ascii)
 _NOT_GATE_BYTES = bytes(b for b in range(256) if chr(b) not in _GATES)
@@ -274,6 +277,9 @@ def _has_phrase(text: str) -> bool:
 def _ends_with_lead_in(previous_text: str | None) -> bool:
     """Whether the previous block ends with a lead-in phrase, optionally followed by ':' or ','."""
     if not previous_text:
+        return False
+    last = previous_text[-1]  # most prose ends with "." : decided without slicing or stripping
+    if last.isascii() and last not in _LEAD_IN_END_CHARS and not last.isspace():
         return False
     tail = previous_text[-_LEAD_IN_TAIL:]
     if tail.rstrip().rstrip(":,").rstrip()[-2:].lower() not in _LEAD_IN_LAST:  # most prose: "."

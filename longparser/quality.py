@@ -305,7 +305,7 @@ def _scored(
         "dictionary_coverage": None if coverage is None else _rounded(coverage),
         "coverage_penalty": _rounded(coverage_penalty) if coverage_penalty else 0.0,
         "language": language,
-        "language_confidence": _rounded(language_confidence),
+        "language_confidence": 1.0 if language_id is None else _rounded(language_confidence),
         "language_penalty": _rounded(language_penalty) if language_penalty else 0.0,
         "language_error": language_error,
         "penalty_total": _rounded(penalty_total) if penalty_total else 0.0,

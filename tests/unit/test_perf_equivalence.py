@@ -31,6 +31,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
+import longparser.equations as equations
 import longparser.tables as tables
 from longparser import chunk_blocks
 from longparser.equations import EQUATION_THRESHOLD, equation_score, looks_like_equation
@@ -233,3 +234,23 @@ def test_cell_cleaning_does_not_depend_on_other_cells() -> None:
     cells = [TableCell(row_index=0, col_index=0, text="Net\nrevenue"),
              TableCell(row_index=0, col_index=1, text="Q1  2024")]
     assert build_grid(cells).columns == ["Net revenue", "Q1  2024"]
+
+
+def _lead_in_without_prefilters(previous: str | None) -> bool:
+    """``_ends_with_lead_in`` as its docstring defines it, without the two cheap exits."""
+    if not previous:
+        return False
+    tail = " ".join(previous[-equations._LEAD_IN_TAIL :].lower().split()).rstrip(":,").rstrip()
+    return tail.endswith(equations._VERB_ENDINGS) or (
+        tail.endswith(("is", "denotes")) and equations._WHERE_END_RE.search(tail) is not None
+    )
+
+
+_LEAD_IN_PIECES = ["defined as", "given by", "where x is", "where α denotes", "as", "by", "is", "Yes",
+                   "S", "y", ".", ":", ",", " ", "\n", "\u2003", "ſ", "K", "İ", "s.", "x"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_LEAD_IN_PIECES), max_size=6).map("".join) | st.text(max_size=12))
+def test_lead_in_prefilters_never_change_the_answer(previous: str) -> None:
+    assert equations._ends_with_lead_in(previous) == _lead_in_without_prefilters(previous)
