@@ -28,7 +28,7 @@ from typing import Annotated, Any, Required
 from pydantic import AliasChoices, ConfigDict, Field, TypeAdapter
 from typing_extensions import TypedDict
 
-from schemas.blocks import BlockType
+from schemas.blocks import BlockType, UnicodeText
 
 _CONFIG = ConfigDict(extra="ignore", populate_by_name=True)
 
@@ -64,7 +64,7 @@ class TableCellDict(TypedDict, total=False):
     col_index: Required[Annotated[int, Field(ge=0, validation_alias=AliasChoices("col_index", "c0"))]]
     row_span: Annotated[int, Field(default=1, ge=1, validation_alias=AliasChoices("row_span", "rspan"))]
     col_span: Annotated[int, Field(default=1, ge=1, validation_alias=AliasChoices("col_span", "cspan"))]
-    text: Annotated[str | None, Field(default="")]
+    text: Annotated[UnicodeText | None, Field(default="")]
     column_header: Annotated[bool, Field(default=False)]
 
 
@@ -79,13 +79,13 @@ class TableDict(TypedDict, total=False):
 class BlockDict(TypedDict, total=False):
     __pydantic_config__ = _CONFIG  # type: ignore[misc]
 
-    block_id: Required[Annotated[str, Field(min_length=1)]]
+    block_id: Required[Annotated[UnicodeText, Field(min_length=1)]]
     type: Required[BlockType]
-    text: Annotated[str | None, Field(default="")]
+    text: Annotated[UnicodeText | None, Field(default="")]
     order_index: Annotated[int, Field(default=0)]
     heading_level: Annotated[int | None, Field(default=None)]
     indent_level: Annotated[int, Field(default=0)]
-    hierarchy_path: Annotated[list[str] | None, Field(default_factory=list)]
+    hierarchy_path: Annotated[list[UnicodeText] | None, Field(default_factory=list)]
     provenance: Annotated[ProvenanceDict | None, Field(default=None)]
     confidence: Annotated[ConfidenceDict | None, Field(default=None)]
     flags: Annotated[Any, Field(default=None)]

@@ -15,7 +15,7 @@ a model's attribute lookup.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from pydantic.dataclasses import dataclass
@@ -32,6 +32,14 @@ BlockType = Literal[
     "equation",
     "code",
 ]
+
+# Text that reaches chunks must be valid Unicode: a lone surrogate (``"\ud800"``, which JSON can
+# carry as an escape from a broken extractor) cannot be encoded as UTF-8, so it would fail the
+# chunk ids, the result store and every UTF-8 output downstream. The empty pattern makes
+# pydantic-core read the string as UTF-8 (its Rust regex needs that), in native code and
+# nearly free, and a lone surrogate fails there as ``string_unicode``; the message a caller
+# sees is reworded by schemas.inputs. tests/unit/test_block_dicts.py pins the behaviour.
+UnicodeText = Annotated[str, Field(pattern="")]
 
 _INPUT = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
 _NESTED = ConfigDict(extra="ignore", populate_by_name=True)  # frozen: set on each dataclass
@@ -73,7 +81,7 @@ class TableCell:
     col_index: int = Field(ge=0, validation_alias=AliasChoices("col_index", "c0"))
     row_span: int = Field(default=1, ge=1, validation_alias=AliasChoices("row_span", "rspan"))
     col_span: int = Field(default=1, ge=1, validation_alias=AliasChoices("col_span", "cspan"))
-    text: str = ""
+    text: UnicodeText = ""
     column_header: bool = False
 
     @field_validator("text", mode="before")
@@ -96,13 +104,13 @@ class Block(BaseModel):
 
     model_config = _INPUT
 
-    block_id: str = Field(min_length=1)
+    block_id: UnicodeText = Field(min_length=1)
     type: BlockType
-    text: str = ""
+    text: UnicodeText = ""
     order_index: int = 0
     heading_level: int | None = None
     indent_level: int = 0
-    hierarchy_path: list[str] = Field(default_factory=list)
+    hierarchy_path: list[UnicodeText] = Field(default_factory=list)
     provenance: Provenance = Field(default_factory=Provenance)
     confidence: Confidence = Field(default_factory=Confidence)
     flags: Any = None

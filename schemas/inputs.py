@@ -42,7 +42,7 @@ def format_validation_error(exc: ValidationError, blocks: list[Any] | None = Non
     lines = []
     for err in exc.errors(include_url=False):
         loc = tuple(err.get("loc", ()))
-        msg = err.get("msg", "invalid")
+        msg = _unicode_message(err) if err.get("type") == "string_unicode" else err.get("msg", "invalid")
         if len(loc) >= 2 and loc[0] == "blocks" and isinstance(loc[1], int):
             index = loc[1]
             ident = ""
@@ -55,6 +55,17 @@ def format_validation_error(exc: ValidationError, blocks: list[Any] | None = Non
         else:
             lines.append(f"{_format_loc(loc)}: {msg}")
     return "; ".join(lines)
+
+
+def _unicode_message(err: Any) -> str:
+    """Say which character made a string invalid Unicode (see schemas.blocks.UnicodeText)."""
+    value = err.get("input")
+    if isinstance(value, str):
+        for position, char in enumerate(value):
+            if "\ud800" <= char <= "\udfff":
+                return (f"not valid Unicode: lone surrogate U+{ord(char):04X} at character {position} "
+                        "(UTF-8 cannot encode it; the text extraction that produced it is broken)")
+    return "not valid Unicode (UTF-8 cannot encode it)"
 
 
 def _request_dict(data: Any, default_document_id: str | None) -> dict[str, Any]:

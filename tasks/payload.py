@@ -15,9 +15,14 @@ from tasks.errors import InvalidPayload, PayloadTooLarge
 
 
 def encoded_size(payload: Any) -> int:
-    """Bytes of the payload as compact UTF-8 JSON (what the broker carries, near enough)."""
+    """Bytes of the payload as compact UTF-8 JSON (what the broker carries, near enough).
+
+    ``surrogatepass``: a lone surrogate somewhere in the payload must not crash the size check;
+    validation then names it (schemas.blocks.UnicodeText).
+    """
     try:
-        return len(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+        text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+        return len(text.encode("utf-8", "surrogatepass"))
     except (TypeError, ValueError) as exc:
         raise InvalidPayload(f"payload is not JSON-serialisable: {exc}") from None
 

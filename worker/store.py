@@ -33,8 +33,12 @@ def canonical_json(value: Any) -> str:
 
 
 def payload_sha256(payload: Any) -> str:
-    """Digest of a request payload (tells whether a stored record answers the same content)."""
-    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+    """Digest of a request payload (tells whether a stored record answers the same content).
+
+    ``surrogatepass``: the digest is taken before validation, which refuses a lone surrogate
+    with a clear message; it must not crash first (valid text gives the same bytes either way).
+    """
+    return hashlib.sha256(canonical_json(payload).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def success_record(document_id: str, task_id: str | None, request_sha256: str | None, result: dict) -> dict:

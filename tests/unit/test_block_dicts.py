@@ -33,7 +33,8 @@ from schemas.block_dicts import (
 
 ABSENT = object()  # the key is left out
 
-_JUNK = [None, 3, -1, 1.5, "x", "", "7", b"bytes", [], ["a"], {}, True]
+_JUNK = [None, 3, -1, 1.5, "x", "", "7", b"bytes", [], ["a"], {}, True,
+         "lone \ud800", ["\udfff"], "astral \U0001d6fc"]
 
 
 def _field(valid: list[Any], invalid: list[Any] = (), one_in: int = 10) -> st.SearchStrategy[Any]:  # type: ignore[assignment]
@@ -165,7 +166,7 @@ def _replaced(path: tuple[Any, ...], value: Any) -> dict[str, Any]:
 def test_every_field_alone_out_of_range_wrong_or_missing(path: tuple[Any, ...]) -> None:
     # Deterministic complement of the property above: each field of a valid table block set to
     # every kind of junk, an out-of-range number, or removed, one at a time.
-    for value in [ABSENT, *_JUNK, -1, 0, 2, 1.5, -0.1, 1.01, "-1", "0.5", None]:
+    for value in [ABSENT, *_JUNK, -1, 0, 2, 1.5, -0.1, 1.01, "-1", "0.5", None, "x\udc80"]:
         _assert_same_verdict_and_values(_replaced(path, value))
 
 
@@ -201,3 +202,23 @@ def test_dict_input_is_read_through_the_mirror_and_models_as_they_are() -> None:
     intake = BlockIntake([raw, model])
     assert list(intake) == [("b1", "paragraph", "", [], 1, 1.0, None)] * 2
     assert intake.count == 2
+
+
+@pytest.mark.parametrize("field", ["block_id", "text", "hierarchy_path", "cell text"])
+def test_lone_surrogates_are_refused_by_both_and_astral_text_is_kept(field: str) -> None:
+    def block(value: str) -> dict[str, Any]:
+        raw: dict[str, Any] = {"block_id": "b1", "type": "table", "text": "t", "hierarchy_path": ["A"],
+                               "table": {"cells": [{"r0": 0, "c0": 0, "text": "c"}]}}
+        if field == "hierarchy_path":
+            raw[field] = ["A", value]
+        elif field == "cell text":
+            raw["table"]["cells"][0]["text"] = value
+        else:
+            raw[field] = value
+        return raw
+
+    for validate in (Block.model_validate, validate_block_dict):
+        with pytest.raises(ValidationError) as raised:
+            validate(block("bad \ud800"))
+        assert [error["type"] for error in raised.value.errors()] == ["string_unicode"]
+        validate(block("emoji \U0001f600 and \U0001d6fc"))  # valid astral characters pass

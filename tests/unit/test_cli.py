@@ -320,6 +320,12 @@ BAD_INPUTS = [
     ),
     pytest.param([], "{oops", ["config ", "not valid JSON"], id="config-not-json"),
     pytest.param(b"[\xff\xfe]", None, ["not UTF-8 text (invalid start byte at byte 1)"], id="not-utf8"),
+    pytest.param(  # valid JSON whose escape decodes to a lone surrogate (a broken extractor's output)
+        '[{"block_id": "b1", "type": "paragraph", "text": "ok"}, '
+        '{"block_id": "b2", "type": "paragraph", "text": "bad \\ud800 here"}]',
+        None, ["block 1 (id 'b2'): text: not valid Unicode: lone surrogate U+D800 at character 4"],
+        id="lone-surrogate",
+    ),
     pytest.param(IsADirectoryError, None, ["missing.json: is a directory"], id="directory"),
 ]
 
