@@ -2,15 +2,18 @@
 
 Decisions where SPEC is silent:
 
-* Grid size comes from the cells (a row/column exists when some cell starts in it); the
-  declared ``n_rows``/``n_cols`` are informational, so a payload cannot make the engine
-  allocate a huge empty grid. Spans are clipped to the grid.
+* Grid size comes from the cells: a row/column exists when some cell starts in it, so the
+  grid holds at most one row and one column per cell (the declared ``n_rows``/``n_cols`` are
+  informational, and a cell at row 10**9 adds one row, not a billion: a payload cannot make
+  the engine allocate a huge grid). Indices without a starting cell are skipped; a span
+  covers the existing rows/columns in its range, so it is clipped to the grid.
 * A spanning cell's text is repeated in every position it covers (a row-spanning "Region"
   then names every row it covers, so each row record stands alone; a column-spanning
   header names every column under it). Where cells overlap, the first cell wins.
-* Header rows are the rows covered by any ``column_header`` cell, else row 0. A column's name
-  is its header rows' distinct non-empty texts joined by `` / `` (``Revenue / 2024``), or
-  ``col_<i>`` (0-based) when empty. Duplicate names are kept as given.
+* Header rows are the rows covered by any ``column_header`` cell, else the first row. A
+  column's name is its header rows' distinct non-empty texts joined by `` / ``
+  (``Revenue / 2024``), or ``col_<i>`` (its 0-based column index) when empty. Duplicate names
+  are kept as given.
 * Cell text is stripped; in a cell holding a line break, tab or other non-printable
   character, every whitespace run becomes a single space (a cell must not break a row's
   line); other cells keep their inner spacing as given.
@@ -25,6 +28,7 @@ Decisions where SPEC is silent:
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
@@ -109,13 +113,17 @@ def _dense(cells: Sequence[Any], get: _CellGetters) -> tuple[list[list[str]], se
     return grid, header_rows
 
 
-def _fill(grid: list[list[str]], cells: Sequence[Any], get: _CellGetters) -> set[int]:
-    """Write cell texts into the grid; return the header row indices.
+def _fill(grid: list[list[str]], cells: Sequence[Any], get: _CellGetters,
+          row_ids: list[int], col_ids: list[int]) -> set[int]:
+    """Write cell texts into the grid; return the header row positions.
 
-    Hot loop (one iteration per cell): fields are fetched with one getter call and
-    the cleaning is inlined.
+    ``row_ids``/``col_ids``: the sorted row and column indices at which some cell starts; grid
+    position ``i`` is row ``row_ids[i]``. A span covers the positions whose index falls in its
+    range, so it is clipped to the grid. Hot loop (one iteration per cell): fields are fetched
+    with one getter call and the cleaning is inlined.
     """
-    n_rows, n_cols = len(grid), len(grid[0]) if grid else 0
+    row_at = {r: i for i, r in enumerate(row_ids)}
+    col_at = {c: j for j, c in enumerate(col_ids)}
     header_rows: set[int] = set()
     for r0, c0, rs, cs, text, is_header in map(get.all, cells):
         if text:
@@ -124,19 +132,20 @@ def _fill(grid: list[list[str]], cells: Sequence[Any], get: _CellGetters) -> set
                 text = " ".join(text.split())
         else:
             text = ""  # also a dict cell's None text (Block reads it as "")
+        i, j = row_at[r0], col_at[c0]
         if rs == 1 and cs == 1:  # fast path: no span, nothing to clip
             if is_header:
-                header_rows.add(r0)
-            row = grid[r0]
-            if not row[c0]:
-                row[c0] = text
+                header_rows.add(i)
+            row = grid[i]
+            if not row[j]:
+                row[j] = text
             continue
-        r1, c1 = min(r0 + rs, n_rows), min(c0 + cs, n_cols)
+        i1, j1 = bisect_left(row_ids, r0 + rs), bisect_left(col_ids, c0 + cs)
         if is_header:
-            header_rows.update(range(r0, r1))
-        for r in range(r0, r1):
+            header_rows.update(range(i, i1))
+        for r in range(i, i1):
             row = grid[r]
-            for c in range(c0, c1):
+            for c in range(j, j1):
                 if not row[c]:
                     row[c] = text
     return header_rows
@@ -149,21 +158,22 @@ def build_grid(cells: Sequence[Any]) -> Grid:
     dense = _dense(cells, get)
     if dense is not None:
         grid, flagged = dense
+        col_ids: Sequence[int] = range(len(grid[0]))
     else:
-        n_rows = max(map(get.row, cells)) + 1
-        n_cols = max(map(get.col, cells)) + 1
-        grid = [[""] * n_cols for _ in range(n_rows)]
-        flagged = _fill(grid, cells, get)
-    n_cols = len(grid[0])
+        # Only the rows and columns where some cell starts: a cell at row 10**9 costs one row,
+        # not a billion (the grid's size is bounded by the number of cells).
+        row_ids, col_ids = sorted(set(map(get.row, cells))), sorted(set(map(get.col, cells)))
+        grid = [[""] * len(col_ids) for _ in row_ids]
+        flagged = _fill(grid, cells, get, row_ids, col_ids)
     header_rows = sorted(flagged or {0})
     columns = []
-    for c in range(n_cols):
+    for c, index in enumerate(col_ids):
         parts: list[str] = []
         for r in header_rows:
             text = grid[r][c]
             if text and text not in parts:
                 parts.append(text)
-        columns.append(" / ".join(parts) or f"col_{c}")
+        columns.append(" / ".join(parts) or f"col_{index}")
     skip = set(header_rows)
     rows = [row for r, row in enumerate(grid) if r not in skip and any(row)]
     return Grid(columns, rows)
