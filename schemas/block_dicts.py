@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Required
 
-from pydantic import AliasChoices, ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, AliasChoices, ConfigDict, Field, TypeAdapter
 from typing_extensions import TypedDict
 
-from schemas.blocks import BlockType, UnicodeText
+from schemas.blocks import _UNCHECKED_CELLS, BlockType, UnicodeText, check_table_density
 
 _CONFIG = ConfigDict(extra="ignore", populate_by_name=True)
 
@@ -76,6 +76,14 @@ class TableDict(TypedDict, total=False):
     cells: Annotated[list[TableCellDict], Field(default_factory=list)]
 
 
+def _not_absurdly_sparse(table: TableDict) -> TableDict:
+    """Block's Table check (schemas.blocks.check_table_density) on a validated dict."""
+    cells = table["cells"]
+    if len(cells) > _UNCHECKED_CELLS:
+        check_table_density(len(cells), {c["row_index"] for c in cells}, {c["col_index"] for c in cells})
+    return table
+
+
 class BlockDict(TypedDict, total=False):
     __pydantic_config__ = _CONFIG  # type: ignore[misc]
 
@@ -89,7 +97,7 @@ class BlockDict(TypedDict, total=False):
     provenance: Annotated[ProvenanceDict | None, Field(default=None)]
     confidence: Annotated[ConfidenceDict | None, Field(default=None)]
     flags: Annotated[Any, Field(default=None)]
-    table: Annotated[TableDict | None, Field(default=None)]
+    table: Annotated[Annotated[TableDict, AfterValidator(_not_absurdly_sparse)] | None, Field(default=None)]
 
 
 # pydantic-core's validator without the TypeAdapter wrapper (one call per block).

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.dataclasses import dataclass
 
 BlockType = Literal[
@@ -90,6 +90,26 @@ class TableCell:
         return "" if value is None else value
 
 
+# A table's grid has one row per distinct row index and one column per distinct column index
+# of its cells (longparser.tables), so n cells can span up to n x n positions: 10k cells on a
+# diagonal would be a 10**8-position grid. Grids over this many positions AND over
+# SPARSE_TABLE_FACTOR x their cell count are refused; under it, no check is needed at all.
+MAX_TABLE_POSITIONS = 1_000_000
+SPARSE_TABLE_FACTOR = 4
+_UNCHECKED_CELLS = 1_000  # 1,000 cells span at most 10**6 positions
+
+
+def check_table_density(n_cells: int, rows: set[int], cols: set[int]) -> None:
+    """Raise ValueError for a table whose grid would be absurdly sparse (see above)."""
+    positions = len(rows) * len(cols)
+    if positions > max(MAX_TABLE_POSITIONS, SPARSE_TABLE_FACTOR * n_cells):
+        raise ValueError(
+            f"table too sparse: {n_cells} cells spread over {len(rows)} rows x {len(cols)} columns "
+            f"({positions} grid positions, over {MAX_TABLE_POSITIONS} and over {SPARSE_TABLE_FACTOR}x "
+            "the cells); send row and column indices of the table as extracted"
+        )
+
+
 @_nested
 class Table:
     """Structured table content; ``cells`` may be empty (the engine then uses the block text)."""
@@ -97,6 +117,13 @@ class Table:
     n_rows: int = Field(default=0, ge=0)
     n_cols: int = Field(default=0, ge=0)
     cells: list[TableCell] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _not_absurdly_sparse(self) -> Table:
+        if len(self.cells) > _UNCHECKED_CELLS:
+            check_table_density(len(self.cells), {c.row_index for c in self.cells},
+                                {c.col_index for c in self.cells})
+        return self
 
 
 class Block(BaseModel):

@@ -2,16 +2,21 @@
 
 A grid holds only the rows and columns where some cell starts, so its size is bounded by the
 number of cells whatever indices a payload sends (two cells at row and column 10**9 once
-made the engine allocate gigabytes), and the common gap-free table is unchanged.
+made the engine allocate gigabytes), and the common gap-free table is unchanged; a table so
+sparse that even that grid would be huge (cells on a diagonal) is refused at validation.
 """
 
 from __future__ import annotations
 
 import tracemalloc
 
+import pytest
+from pydantic import ValidationError
+
 from longparser import chunk_blocks
 from longparser.tables import build_grid
-from schemas import TableCell
+from schemas import Block, TableCell
+from schemas.block_dicts import validate_block_dict
 
 
 def _cell(row: int, col: int, text: str, **extra: object) -> TableCell:
@@ -55,3 +60,25 @@ def test_hostile_table_payload_is_chunked_quickly_through_the_engine() -> None:
     result = chunk_blocks([block])
     assert [chunk.chunk_type for chunk in result.chunks] == ["table_schema", "table"]
     assert result.chunks[1].text == "Row 1: Name=; col_1000000000=Ada"
+
+
+def _table_block(cells: list[dict[str, object]]) -> dict[str, object]:
+    return {"block_id": "t1", "type": "table", "table": {"cells": cells}}
+
+
+def test_absurdly_sparse_table_is_refused_at_validation_by_both_schemas() -> None:
+    # 2,000 cells on a diagonal would be a 4,000,000-position grid: refused, for models and dicts.
+    diagonal = _table_block([{"r0": i, "c0": i, "text": "x"} for i in range(2_000)])
+    for validate in (Block.model_validate, validate_block_dict):
+        with pytest.raises(ValidationError, match="too sparse: 2000 cells spread over 2000 rows x 2000"):
+            validate(diagonal)
+    with pytest.raises(ValidationError) as raised:
+        chunk_blocks([diagonal])
+    assert raised.value.title == "Block" and raised.value.errors()[0]["loc"] == ("table",)
+
+
+def test_large_dense_and_moderately_sparse_tables_are_accepted() -> None:
+    dense = [{"r0": r, "c0": c, "text": f"{r}.{c}"} for r in range(200) for c in range(30)]
+    half_empty = [cell for cell in dense if (cell["r0"] + cell["c0"]) % 2]  # type: ignore[operator]
+    for cells in (dense, half_empty):
+        assert len(chunk_blocks([_table_block(cells)]).chunks) > 1
