@@ -32,6 +32,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,7 +47,7 @@ from schemas import Block, ChunkResult
 from tests.property.strategies import block_streams, configs
 
 PROPERTY_SETTINGS = settings(
-    max_examples=150,
+    max_examples=int(os.environ.get("LONGPARSER_PROPERTY_EXAMPLES", "150")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
 )
@@ -108,27 +109,29 @@ def _cell_key(cell: dict[str, Any], name: str, alias: str, default: int | None =
     return cell.get(name, cell.get(alias, default))
 
 
-def _cell_area(cell: dict[str, Any], n_rows: int, n_cols: int) -> set[tuple[int, int]]:
+def _cell_area(cell: dict[str, Any], rows: set[int], cols: set[int]) -> set[tuple[int, int]]:
+    """The grid positions a cell covers: the existing rows and columns in its span."""
     r0, c0 = _cell_key(cell, "row_index", "r0"), _cell_key(cell, "col_index", "c0")
-    r1 = min(r0 + _cell_key(cell, "row_span", "rspan", 1), n_rows)
-    c1 = min(c0 + _cell_key(cell, "col_span", "cspan", 1), n_cols)
-    return {(r, c) for r in range(r0, r1) for c in range(c0, c1)}
+    r1 = r0 + _cell_key(cell, "row_span", "rspan", 1)
+    c1 = c0 + _cell_key(cell, "col_span", "cspan", 1)
+    return {(r, c) for r in rows if r0 <= r < r1 for c in cols if c0 <= c < c1}
 
 
 def _shadowed_cells(cells: list[dict[str, Any]]) -> set[int]:
     """Cells whose text the engine may legitimately not show: those hidden by an overlap.
 
-    longparser/tables.py (documented decision) sizes the grid from the cells' coordinates,
-    clips spans to it, and where cells overlap the first non-empty text wins; a cell whose every
-    position an earlier non-empty cell fills is hidden. Every other non-empty cell must appear
-    (headers of columns without any data value included).
+    longparser/tables.py (documented decision) builds the grid from the rows and columns where
+    some cell starts, a span covers the existing rows/columns in its range, and where cells
+    overlap the first non-empty text wins; a cell whose every position an earlier non-empty cell
+    fills is hidden. Every other non-empty cell must appear (headers of columns without any data
+    value included).
     """
-    n_rows = max(_cell_key(c, "row_index", "r0") for c in cells) + 1
-    n_cols = max(_cell_key(c, "col_index", "c0") for c in cells) + 1
+    rows = {_cell_key(c, "row_index", "r0") for c in cells}
+    cols = {_cell_key(c, "col_index", "c0") for c in cells}
     filled: set[tuple[int, int]] = set()
     shadowed = set()
     for index, cell in enumerate(cells):
-        area = _cell_area(cell, n_rows, n_cols)
+        area = _cell_area(cell, rows, cols)
         if norm(cell["text"]):
             if area <= filled:
                 shadowed.add(index)
