@@ -166,7 +166,7 @@ def child(n: int, seed: int, repeat: int, word_list: str | None, language_id: bo
 
     resources, described = _resources(word_list, language_id)
     chunk_blocks(gen_blocks.generate(WARMUP_BLOCKS, seed), None, resources)  # imports, regexes
-    blocks = gen_blocks.load_or_generate(n, str(ROOT / gen_blocks.DEFAULT_OUT_DIR), seed)
+    blocks = _stream(n, seed)
     rss_input = _rss_mb()
     _reset_peak_rss()
     def summary(result: Any) -> tuple[int, dict[str, float]]:
@@ -211,7 +211,7 @@ def reference_child(n: int, seed: int, repeat: int, package: str) -> dict[str, A
         return [Block.model_validate(d) for d in dicts]
 
     HybridChunker(config).chunk(validated(gen_blocks.generate(WARMUP_BLOCKS, seed)))
-    dicts = gen_blocks.load_or_generate(n, str(ROOT / gen_blocks.DEFAULT_OUT_DIR), seed)
+    dicts = _stream(n, seed)
     rss_input = _rss_mb()
     _reset_peak_rss()
     best_total, best_chunk, chunks = float("inf"), float("inf"), 0
@@ -240,9 +240,7 @@ def linearity_child(seed: int, repeat: int, word_list: str | None) -> dict[str, 
     from longparser import chunk_blocks
 
     resources, _ = _resources(word_list, False)
-    out_dir = str(ROOT / gen_blocks.DEFAULT_OUT_DIR)
-    small = gen_blocks.load_or_generate(10_000, out_dir, seed)
-    large = gen_blocks.load_or_generate(100_000, out_dir, seed)
+    small, large = _stream(10_000, seed), _stream(100_000, seed)
     chunk_blocks(gen_blocks.generate(WARMUP_BLOCKS, seed), None, resources)
 
     def timed(run: Any) -> float:
@@ -268,10 +266,15 @@ def _child_json(command: list[str], what: str) -> dict[str, Any]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _stream(n: int, seed: int) -> list[dict[str, Any]]:
+    """The n-block stream: from the ``bench-data/`` cache, generated (and cached) when absent."""
+    return gen_blocks.load_or_generate(n, str(ROOT / gen_blocks.DEFAULT_OUT_DIR), seed)
+
+
 def _prepare_stream(n: int, seed: int) -> None:
     """Write the stream's cache file in a child of its own, so every measuring child loads it
     from JSON: generating it in a measuring child would put the generator's peak in its RSS."""
-    gen_blocks.load_or_generate(n, str(ROOT / gen_blocks.DEFAULT_OUT_DIR), seed)
+    _stream(n, seed)
 
 
 def _run_child(n: int, args: argparse.Namespace, language_id: bool = False) -> dict[str, Any]:

@@ -3,10 +3,10 @@
 ``chunk_blocks`` takes Block models or plain dicts in LongParser's dump shape. Either way
 :func:`prepare <longparser.prepare.prepare>` reads one :data:`BlockFields` tuple per block:
 
-* a Block model is read as it is (:func:`model_fields`);
+* a Block model is read as it is (:func:`fields_of_model`);
 * a dict is validated by the TypedDict mirror of the contract
   (:mod:`schemas.block_dicts`, ~2.6x cheaper than building the models) and read by
-  :func:`dict_fields`, which applies the defaults Block applies with validators. A dict the
+  :func:`fields_of_dict`, which applies the defaults Block applies with validators. A dict the
   mirror rejects is validated by Block itself, so the error raised is always Block's own
   (and a dict Block accepts is chunked even if the mirror were ever stricter).
 
@@ -34,7 +34,7 @@ BlockFields = tuple[str, str, str, list[str], int, float, list[Any] | None]
 _validate_block = Block.__pydantic_validator__.validate_python  # model_validate minus its wrapper
 
 
-def model_fields(block: Block) -> BlockFields:
+def fields_of_model(block: Block) -> BlockFields:
     """The fields of a Block model."""
     table = block.table
     return (
@@ -43,7 +43,7 @@ def model_fields(block: Block) -> BlockFields:
     )
 
 
-def dict_fields(block: dict[str, Any]) -> BlockFields:
+def fields_of_dict(block: dict[str, Any]) -> BlockFields:
     """The fields of a dict validated by ``validate_block_dict``, with Block's None handling
     (text ``""``, path ``[]``, page 1, confidence 1.0)."""
     provenance, confidence, table = block["provenance"], block["confidence"], block["table"]
@@ -71,7 +71,7 @@ class BlockIntake:
         blocks = self.blocks
         if isinstance(blocks, list) and set(map(type, blocks)) <= {Block}:
             self.count = len(blocks)
-            return map(model_fields, blocks)
+            return map(fields_of_model, blocks)
         return self
 
     def __iter__(self) -> Iterator[BlockFields]:
@@ -79,12 +79,12 @@ class BlockIntake:
         for block in self.blocks:
             self.count += 1
             if isinstance(block, Block):
-                yield model_fields(block)
+                yield fields_of_model(block)
                 continue
             start = clock()
             try:
-                fields = dict_fields(fast(block))
+                fields = fields_of_dict(fast(block))
             except ValidationError:
-                fields = model_fields(_validate_block(block))  # raises Block's own error
+                fields = fields_of_model(_validate_block(block))  # raises Block's own error
             self.seconds += clock() - start
             yield fields

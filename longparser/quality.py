@@ -283,7 +283,7 @@ def _scored(
     scan = _Scan(text)
     noise_ratio = _noise(scan) / len(text) if text else 0.0
     noise_penalty = min(2.0 * noise_ratio, NOISE_PENALTY_CAP)
-    # An absent resource's components are constants (already rounded): skip their calls.
+    # An absent resource's components are constants: skip the calls that would compute them.
     coverage, coverage_penalty = (None, 0.0) if weights is None else _coverage(scan, weights)
     if language_id is None:
         language, language_confidence, language_error, language_penalty = None, 1.0, None, 0.0
@@ -294,21 +294,17 @@ def _scored(
     penalty_total = min(noise_penalty + coverage_penalty + language_penalty, PENALTY_CAP)
     bonus = SENTENCE_END_BONUS if text.rstrip().endswith(_SENTENCE_ENDS) else 0.0
     score = _rounded(max(0.0, min(1.0, confidence - penalty_total + bonus)))
-    if not noise_ratio:  # the usual clean chunk: its noise components are 0.0
-        noise_ratio_r = noise_penalty_r = 0.0
-    else:
-        noise_ratio_r, noise_penalty_r = _rounded(noise_ratio), _rounded(noise_penalty)
     return score, {
         "confidence": _rounded(confidence),
-        "noise_ratio": noise_ratio_r,
-        "noise_penalty": noise_penalty_r,
+        "noise_ratio": _rounded(noise_ratio),
+        "noise_penalty": _rounded(noise_penalty),
         "dictionary_coverage": None if coverage is None else _rounded(coverage),
-        "coverage_penalty": _rounded(coverage_penalty) if coverage_penalty else 0.0,
+        "coverage_penalty": _rounded(coverage_penalty),
         "language": language,
-        "language_confidence": 1.0 if language_id is None else _rounded(language_confidence),
-        "language_penalty": _rounded(language_penalty) if language_penalty else 0.0,
+        "language_confidence": _rounded(language_confidence),
+        "language_penalty": _rounded(language_penalty),
         "language_error": language_error,
-        "penalty_total": _rounded(penalty_total) if penalty_total else 0.0,
+        "penalty_total": _rounded(penalty_total),
         "sentence_end_bonus": bonus,
         "score": score,
         "unknown_sources": False,

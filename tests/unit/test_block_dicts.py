@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from longparser import chunk_blocks
-from longparser.intake import BlockIntake, dict_fields, model_fields
+from longparser.intake import BlockIntake, fields_of_dict, fields_of_model
 from schemas import BBox, Block, Confidence, Provenance, Table, TableCell
 from schemas.block_dicts import (
     BBoxDict,
@@ -124,7 +124,7 @@ def _assert_same_verdict_and_values(raw: dict[str, Any]) -> None:
         mirrored = None
     assert (model is None) == (mirrored is None), (raw, model, mirrored)
     if model is not None and mirrored is not None:
-        assert _comparable(dict_fields(mirrored)) == _comparable(model_fields(model))
+        assert _comparable(fields_of_dict(mirrored)) == _comparable(fields_of_model(model))
 
 
 _BASE: dict[str, Any] = {
