@@ -232,8 +232,8 @@ def linearity_child(seed: int, repeat: int, word_list: str | None) -> dict[str, 
     """t(100k) / t(10k) with both streams in this one process, alternated.
 
     Separate processes hold different amounts of memory (371 MB of input dicts against 37 MB),
-    and Python code runs slower in the larger heap whatever it computes (caches, TLB; measured:
-    ten calls on 10k-block slices of the 100k stream take as long as one call on all of it).
+    and Python code runs slower in the larger heap whatever it computes (caches, TLB: the 10k
+    stream itself runs slower in this process, next to the 100k one, than in its own child).
     Here both streams are loaded, so both runs share one heap: each round times one 100k run
     and ten 10k runs back to back (one timed unit of about the same length), best of the rounds.
     """

@@ -28,6 +28,7 @@ Commands:
     profile_engine.py rss     --root R --n 100000 --input dicts --res words
     profile_engine.py dump    --root R --out /tmp/prefix     # outputs for equivalence checks
     profile_engine.py cprofile --root R --n 10000 --input blocks --res words
+    profile_engine.py validation --root R --n 10000     # whole-stream validation: models vs mirror
 """
 
 from __future__ import annotations
@@ -198,9 +199,37 @@ def cprofile(args: argparse.Namespace) -> None:
     pstats.Stats(profiler).sort_stats(args.sort).print_stats(args.top)
 
 
+def validation(args: argparse.Namespace) -> None:
+    """CPU time to validate the whole stream at once (held, as a ChunkRequest holds it): into
+    Block models, and (where the tree has it) into the TypedDict mirror, best of ``repeat``."""
+    import gc
+
+    _import_root(args.root)
+    from pydantic import TypeAdapter
+
+    from schemas import Block
+
+    blocks = _inputs(args.n, "dicts")
+    adapters = {"Block models": TypeAdapter(list[Block])}
+    try:
+        from schemas.block_dicts import BlockDict
+    except ImportError:
+        pass
+    else:
+        adapters["dict mirror"] = TypeAdapter(list[BlockDict])
+    gc.disable()  # as in chunk_blocks; the collector would otherwise scan the growing list
+    best: dict[str, float] = {}
+    for _ in range(args.repeat):
+        for name, adapter in adapters.items():
+            start = time.process_time()
+            adapter.validate_python(blocks)
+            best[name] = min(best.get(name, float("inf")), time.process_time() - start)
+    print(f"{args.root}: n={args.n} " + ", ".join(f"{name} {t * 1000:.1f} ms" for name, t in best.items()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=("time", "compare", "rss", "dump", "cprofile"))
+    parser.add_argument("command", choices=("time", "compare", "rss", "dump", "cprofile", "validation"))
     parser.add_argument("--root", default=str(BENCH_DIR.parent))
     parser.add_argument("--roots", nargs="+", default=[str(BENCH_DIR.parent)])
     parser.add_argument("--n", type=int, default=10_000)
@@ -221,6 +250,8 @@ def main() -> None:
         compare(args)
     elif args.command == "dump":
         dump(args)
+    elif args.command == "validation":
+        validation(args)
     else:
         cprofile(args)
 

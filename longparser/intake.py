@@ -5,7 +5,7 @@
 
 * a Block model is read as it is (:func:`fields_of_model`);
 * a dict is validated by the TypedDict mirror of the contract
-  (:mod:`schemas.block_dicts`, ~2.6x cheaper than building the models) and read by
+  (:mod:`schemas.block_dicts`, ~1.8x cheaper than building the models) and read by
   :func:`fields_of_dict`, which applies the defaults Block applies with validators. A dict the
   mirror rejects is validated by Block itself, so the error raised is always Block's own
   (and a dict Block accepts is chunked even if the mirror were ever stricter).

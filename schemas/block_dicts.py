@@ -5,7 +5,8 @@ names, aliases (``r0``/``c0``/``rspan``/``cspan``), types, constraints and defau
 fields ignored; the constrained field types (``RowIndex``, ``PageNumber``, ...) are Block's own,
 from schemas.blocks, so only the defaults are written twice. Validating a dict with them
 builds plain dicts instead of a model per block and a dataclass per provenance, confidence,
-table and cell: ~2.6x cheaper on the benchmark stream, whose 10k blocks hold 50k table cells.
+table and cell: ~1.8x cheaper on the benchmark stream, whose 10k blocks hold 50k table cells
+(``bench/profile_engine.py validation``).
 
 Differences, on purpose, which readers of these dicts must apply (``longparser.intake`` does):
 
