@@ -33,11 +33,12 @@ embeddings: $(VENV)/.embeddings
 # RUN_BACKEND=auto|redis|embedded forces the choice.
 RUN_BACKEND ?= auto
 run: $(VENV)/.dev
-	$(PY) -m worker.demo --backend $(RUN_BACKEND)
+	$(PY) -m cli.demo --backend $(RUN_BACKEND)
 
 test: $(VENV)/.dev
 	$(PY) -m pytest --cov=longparser --cov-report=term-missing --cov-fail-under=90
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 test-real: $(VENV)/.embeddings
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest tests/integration/test_real_embeddings.py \
@@ -54,6 +55,7 @@ bench: $(VENV)/.dev
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 clean:
 	rm -rf $(VENV) .pytest_cache .coverage htmlcov var bench-data

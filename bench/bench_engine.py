@@ -114,7 +114,8 @@ def _peak_rss_mb() -> float:
 
 def _resources(word_list: str | None, with_language_id: bool) -> tuple[Any, dict[str, str]]:
     """Scoring resources plus a description of what was found."""
-    from longparser.resources import Resources, load_language_id, load_word_list
+    from loaders.quality import load_language_id, load_word_list
+    from longparser.resources import Resources
 
     words = load_word_list(word_list) if word_list and os.path.isfile(word_list) else None
     language_id = load_language_id() if with_language_id else None

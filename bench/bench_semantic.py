@@ -48,8 +48,8 @@ sys.path[:0] = [str(BENCH_DIR), str(ROOT)]
 import gen_blocks  # noqa: E402
 
 import longparser.pipeline as pipeline  # noqa: E402
+from loaders.encoder import SentenceTransformerEncoder, load_encoder  # noqa: E402
 from longparser import Resources, chunk_blocks  # noqa: E402
-from longparser.resources import SentenceTransformerEncoder, load_encoder  # noqa: E402
 from longparser.semantic import section_boundaries  # noqa: E402
 
 OVERHEAD_TARGET = 0.20

@@ -46,8 +46,8 @@ import redis  # noqa: E402
 from config.settings import Settings  # noqa: E402
 from longparser import chunk_request  # noqa: E402
 from schemas import parse_input  # noqa: E402
+from service.keys import result_key  # noqa: E402
 from tasks import client  # noqa: E402
-from worker.keys import result_key  # noqa: E402
 from worker.process import build_process_resources  # noqa: E402
 
 DEFAULT_REDIS = "redis://127.0.0.1:6379/14"

@@ -85,7 +85,8 @@ def word_list() -> frozenset[str]:
 
 
 def resources(kind: str) -> Any:
-    from longparser.resources import Resources, load_language_id
+    from loaders.quality import load_language_id
+    from longparser.resources import Resources
 
     if kind == "none":
         return Resources()

@@ -30,12 +30,12 @@ from config.settings import Settings, get_settings
 from longparser import chunk_request
 from longparser.resources import Resources
 from schemas import ChunkRequest
+from service.keys import TASK_NAME, is_valid_document_id
+from service.store import ResultStore, failure_record, get_store, payload_sha256, success_record
 from tasks.errors import ChunkingFailed, ChunkTaskError, SemanticUnavailable
 from tasks.payload import check_size, validate_payload
 from worker.celery_app import app
-from worker.keys import TASK_NAME, is_valid_document_id
 from worker.process import get_process_resources
-from worker.store import ResultStore, failure_record, get_store, payload_sha256, success_record
 
 logger = logging.getLogger(__name__)
 

@@ -24,11 +24,11 @@ from celery import Celery
 
 from config.settings import Settings, get_settings
 from schemas import ChunkRequest, ChunkResult, InputError, parse_input
+from service.celeryconfig import celery_config
+from service.keys import TASK_NAME, is_valid_document_id, result_key
+from service.store import get_store
 from tasks.errors import JobFailed, JobNotFound, ResultTimeout
 from tasks.payload import check_size
-from worker.celeryconfig import celery_config
-from worker.keys import TASK_NAME, is_valid_document_id, result_key
-from worker.store import get_store
 
 FINAL_STATES = frozenset({"SUCCESS", "FAILURE"})
 _FIRST_POLL_S = 0.01
@@ -142,7 +142,7 @@ def status(job: str | JobHandle, *, settings: Settings | None = None) -> dict[st
 
 
 def fetch_record(document_id: str, *, settings: Settings | None = None) -> dict[str, Any] | None:
-    """The raw stored record of a document (see :mod:`worker.store`), or None."""
+    """The raw stored record of a document (see :mod:`service.store`), or None."""
     document_id, _ = _identify(document_id)
     return get_store(settings or get_settings()).load_record(document_id)
 

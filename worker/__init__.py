@@ -1,7 +1,7 @@
 """The LongParser Celery worker: ``celery -A worker worker`` finds :data:`app` here.
 
 ``app`` is resolved lazily (PEP 562 module ``__getattr__``) so that the light modules of this
-package - :mod:`worker.keys` (every Redis key format) and :mod:`worker.store` (the result
+package - :mod:`service.keys` (every Redis key format) and :mod:`service.store` (the result
 store) - can be imported by producers and tests without building the Celery app.
 """
 

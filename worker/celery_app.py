@@ -1,4 +1,4 @@
-"""The Celery application of workers and producers (configuration: :mod:`worker.celeryconfig`).
+"""The Celery application of workers and producers (configuration: :mod:`service.celeryconfig`).
 
 Tasks are listed by module name in ``include`` and imported when a worker boots (or when a
 caller imports :mod:`tasks.chunk`), so building the app stays light: no engine, no torch.
@@ -10,8 +10,8 @@ from __future__ import annotations
 from celery import Celery
 
 from config.settings import Settings, get_settings
+from service.celeryconfig import celery_config
 from worker import signals  # noqa: F401 - connects worker_init / worker_process_init handlers
-from worker.celeryconfig import celery_config
 
 TASK_MODULES = ["tasks.chunk"]
 

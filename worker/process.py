@@ -16,7 +16,8 @@ import threading
 import time
 
 from config.settings import Settings, get_settings
-from longparser.resources import Resources, build_resources
+from loaders.resources import build_resources
+from longparser.resources import Resources
 
 logger = logging.getLogger(__name__)
 

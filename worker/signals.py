@@ -19,7 +19,7 @@ from celery.signals import after_setup_logger, worker_init, worker_process_init
 
 from config.logging import set_levels
 from config.settings import get_settings
-from longparser.resources import INSTALL_HINT, PINNED_SHA256, EncoderUnavailable, checked_model_dir
+from loaders.pinned_model import INSTALL_HINT, PINNED_SHA256, EncoderUnavailable, checked_model_dir
 
 logger = logging.getLogger(__name__)
 

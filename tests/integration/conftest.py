@@ -40,8 +40,8 @@ from typing import Any, Literal
 import pytest
 import redis
 
+from cli.demo import embedded_redis, redis_answers
 from config.settings import Settings
-from worker.demo import embedded_redis, redis_answers
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CELERY = str(Path(sys.executable).with_name("celery"))
@@ -84,7 +84,7 @@ def describe_redis_choice() -> str:
     if choice == "redis-server":
         return f"integration redis: nothing at {_configured_url()}; starting {shutil.which('redis-server')}"
     return (f"integration redis: nothing at {_configured_url()} and no redis-server: the embedded default "
-            "(worker.demo.embedded_redis, fakeredis TCP)")
+            "(cli.demo.embedded_redis, fakeredis TCP)")
 
 
 def free_port() -> int:
@@ -188,7 +188,7 @@ def _start_redis_server(tmp: Path) -> tuple[ManagedProcess, str]:
 
 
 def _start_embedded() -> tuple[Callable[[], None], str]:
-    """The embedded default of ``make run`` (:func:`worker.demo.embedded_redis`), in this process."""
+    """The embedded default of ``make run`` (:func:`cli.demo.embedded_redis`), in this process."""
     context = embedded_redis()
     url = context.__enter__()
     return (lambda: context.__exit__(None, None, None)), f"{url.rsplit('/', 1)[0]}/{DEFAULT_TEST_DB}"

@@ -26,17 +26,14 @@ from typing import Any
 
 import pytest
 
-from longparser.resources import (
+from loaders.encoder import OFFLINE_ENV, QUIET_ENV, SentenceTransformerEncoder, load_encoder
+from loaders.pinned_model import (
     INSTALL_HINT,
-    OFFLINE_ENV,
     PINNED_SHA256,
-    QUIET_ENV,
     WEIGHTS_FILE,
     EncoderUnavailable,
-    SentenceTransformerEncoder,
     default_model_path,
     file_sha256,
-    load_encoder,
 )
 
 # Everything the session (or the worker's loader inside it) may set in the environment.

@@ -25,11 +25,13 @@ import numpy as np
 import pytest
 from pytest_socket import SocketBlockedError
 
-import longparser.resources as resources_module
+import loaders.resources as resources_module
+from cli.main import main
 from config.settings import Settings
+from loaders.encoder import OFFLINE_ENV
+from loaders.pinned_model import MODEL_NAME, PINNED_SHA256
+from loaders.quality import load_word_list
 from longparser import Resources, chunk_blocks
-from longparser.cli import main
-from longparser.resources import MODEL_NAME, OFFLINE_ENV, PINNED_SHA256, load_word_list
 from longparser.semantic import adjacent_similarities, section_boundaries
 from tests.integration.real_model import (
     RealModel,
@@ -183,9 +185,9 @@ def test_chunks_split_at_real_boundaries_keep_pages_and_ids(real_model: RealMode
 def test_worker_process_loader_loads_once_and_reuses_across_tasks(
     real_model: RealModel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from service.store import ResultStore
     from tasks.chunk import run_chunk_job
     from worker.process import get_process_resources, init_process_resources
-    from worker.store import ResultStore
 
     loads: list[Any] = []
     real_loader = resources_module.load_encoder

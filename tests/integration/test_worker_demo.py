@@ -1,4 +1,4 @@
-"""``make run`` (``python -m worker.demo``) on both of its backends.
+"""``make run`` (``python -m cli.demo``) on both of its backends.
 
 * embedded: the broker URL points at a loopback port where nothing listens, so the demo must
   fall back to its embedded Redis-protocol server, say so, and still print the summary;
@@ -58,7 +58,7 @@ def _summary_lines(text: str) -> list[str]:
 @pytest.fixture(scope="module")
 def direct_summary(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """``longparser chunk --summary`` on the sample: what the demo must print."""
-    done = _run([sys.executable, "-m", "longparser", "chunk", str(SAMPLE), "--summary"],
+    done = _run([sys.executable, "-m", "cli", "chunk", str(SAMPLE), "--summary"],
                 _env("redis://127.0.0.1:1/0"), tmp_path_factory.mktemp("cli"))
     assert done.returncode == 0, done.stderr
     return _summary_lines(done.stdout)
@@ -74,7 +74,7 @@ def test_make_run_prints_backend_and_summary(
         why = f", payloads up to 2048 KiB (none answered at {dead_url}); nothing to install"
     else:
         env, first, why = _env(test_redis.url), f"backend: redis at {test_redis.url}", ""
-    done = _run([sys.executable, "-m", "worker.demo", "--timeout", "60"], env, tmp_path)
+    done = _run([sys.executable, "-m", "cli.demo", "--timeout", "60"], env, tmp_path)
     assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     lines = done.stdout.splitlines()
     assert lines[0].startswith(first), lines[0]

@@ -17,6 +17,7 @@ import pytest
 from config.settings import Settings
 from longparser import chunk_request
 from schemas import InputError, parse_input
+from service.keys import TASK_NAME
 from tasks import client
 from tasks.errors import ResultTimeout
 from tests.integration.conftest import (
@@ -30,7 +31,6 @@ from tests.integration.conftest import (
     make_document,
     wait_until,
 )
-from worker.keys import TASK_NAME
 
 pytestmark = pytest.mark.integration
 

@@ -31,6 +31,9 @@ from hypothesis import strategies as st
 
 import longparser.pipeline as pipeline_module
 import longparser.prepare as prepare_module
+from loaders.encoder import OFFLINE_ENV, QUIET_ENV, load_encoder
+from loaders.pinned_model import MODEL_NAME, EncoderUnavailable, file_sha256
+from loaders.resources import build_resources
 from longparser import Resources, chunk_blocks, chunk_request
 from longparser.equations import (
     EQUATION_THRESHOLD,
@@ -47,15 +50,6 @@ from longparser.quality import (
     alphabetic_tokens,
     noise_count,
     score_chunk,
-)
-from longparser.resources import (
-    MODEL_NAME,
-    OFFLINE_ENV,
-    QUIET_ENV,
-    EncoderUnavailable,
-    build_resources,
-    file_sha256,
-    load_encoder,
 )
 from longparser.semantic import (
     adjacent_similarities,

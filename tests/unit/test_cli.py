@@ -1,8 +1,8 @@
 """``longparser chunk``: input shapes, atomic output, config, summary, bad input, semantic fallback.
 
-Most tests call :func:`longparser.cli.main` in-process with the resources fixed to "none" (the
+Most tests call :func:`cli.main.main` in-process with the resources fixed to "none" (the
 ``no_resources`` fixture), so the printed result can be compared exactly with the engine's
-own; the subprocess tests run the real entry point (``python -m longparser``).
+own; the subprocess tests run the real entry point (``python -m cli``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from longparser import cli_chunk
-from longparser.cli import main
+from cli import chunk as cli_chunk
+from cli.main import main
 from longparser.pipeline import chunk_blocks
 from longparser.resources import Resources
 from schemas import Chunk, ChunkResult, ChunkStats, SemanticStats
@@ -367,7 +367,7 @@ def test_bad_input_through_the_real_entry_point_has_no_traceback(tmp_path: Path)
     out = tmp_path / "out.json"
 
     proc = subprocess.run(
-        [sys.executable, "-m", "longparser", "chunk", str(path), "-o", str(out)],
+        [sys.executable, "-m", "cli", "chunk", str(path), "-o", str(out)],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -385,7 +385,7 @@ def test_bad_input_through_the_real_entry_point_has_no_traceback(tmp_path: Path)
 def test_sample_document_summary_through_the_real_entry_point() -> None:
     """The sample document chunks through the real entry point and summarises readably."""
     proc = subprocess.run(
-        [sys.executable, "-m", "longparser", "chunk", str(SAMPLE), "--summary"],
+        [sys.executable, "-m", "cli", "chunk", str(SAMPLE), "--summary"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -484,11 +484,11 @@ def test_without_settings_module_the_system_word_list_is_used_when_present(monke
 def test_missing_resources_are_reported_once_each_on_stderr(
     settings_env: Any, capsys: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import longparser.resources
+    import loaders.resources
 
     settings_env.setenv("LONGPARSER_WORD_LIST_PATH", "/nonexistent/words")
     settings_env.setenv("LONGPARSER_LANGUAGE_ID", "true")
-    monkeypatch.setattr(longparser.resources, "load_language_id", lambda *a, **k: None)
+    monkeypatch.setattr(loaders.resources, "load_language_id", lambda *a, **k: None)
 
     resources = cli_chunk.load_resources(semantic=False)
 

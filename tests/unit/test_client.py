@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 
-from longparser.cli import main
+from cli.main import main
 from schemas import ChunkResult, InputError
+from service.keys import TASK_NAME, job_key, prefix_pattern
+from service.store import ResultStore, failure_record
 from tasks.client import JobHandle, get_result, status, submit
 from tasks.errors import JobFailed, JobNotFound, PayloadTooLarge, ResultTimeout
 from tests.unit.worker_fixtures import (  # noqa: F401
@@ -27,8 +29,6 @@ from tests.unit.worker_fixtures import (  # noqa: F401
     running_producer,
     store,
 )
-from worker.keys import TASK_NAME, job_key, prefix_pattern
-from worker.store import ResultStore, failure_record
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-import longparser.evaluate as evaluate
-from longparser.cli import main
-from longparser.evaluate import (
+import cli.evaluate as evaluate
+from cli.main import main
+from loaders.encoder import OFFLINE_ENV, QUIET_ENV
+from longparser.evaluation import (
     LabelledDocument,
     LabelledInputError,
     aggregate,
@@ -27,7 +28,6 @@ from longparser.evaluate import (
     score_document,
     window_size,
 )
-from longparser.resources import OFFLINE_ENV, QUIET_ENV
 
 
 def _doc(doc_id: str, n: int, boundaries: list[int], kind: str = "topic") -> LabelledDocument:

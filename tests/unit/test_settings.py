@@ -13,7 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from config.settings import Settings, get_settings
-from worker.celeryconfig import celery_config
+from service.celeryconfig import celery_config
 
 ENV_EXAMPLE = Path(__file__).resolve().parents[2] / "config" / ".env.example"
 

@@ -21,11 +21,11 @@ from celery.backends.base import BaseBackend
 from longparser import chunk_request
 from longparser.resources import Resources
 from schemas import ChunkResult, parse_input
+from service.keys import TASK_NAME, prefix_pattern, result_key
+from service.store import ResultStore
 from tasks.chunk import chunk_document
 from tasks.errors import ChunkingFailed, InvalidPayload, PayloadTooLarge, SemanticUnavailable
 from tests.unit.worker_fixtures import eager, isolated_settings, payload, store  # noqa: F401
-from worker.keys import TASK_NAME, prefix_pattern, result_key
-from worker.store import ResultStore
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPECTED_BLOCKS = [["h1", "p1"], ["p2"]]

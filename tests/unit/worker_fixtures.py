@@ -18,7 +18,7 @@ import pytest
 
 from config.settings import get_settings
 from longparser.resources import Resources
-from worker.store import ResultStore
+from service.store import ResultStore
 
 STORE_TTL = 600
 

@@ -171,7 +171,7 @@ def load_resources(semantic: bool) -> Resources:
     Raises:
         InputError: invalid ``LONGPARSER_*`` settings.
     """
-    from longparser.resources import build_resources
+    from loaders.resources import build_resources
 
     settings = _settings()
     has = settings is not _NO_SETTINGS

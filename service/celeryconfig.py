@@ -13,7 +13,7 @@ from typing import Any
 from kombu import Queue
 
 from config.settings import Settings
-from worker.keys import TASK_NAME
+from service.keys import TASK_NAME
 
 JSON_ONLY = ["json"]
 _CERT_REQS = {"required": ssl.CERT_REQUIRED, "optional": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import redis
 
 from config.settings import Settings, get_settings
-from worker.keys import job_key, result_key
+from service.keys import job_key, result_key
 
 RECORD_VERSION = 1
 RecordStatus = Literal["SUCCESS", "FAILURE"]

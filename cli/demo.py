@@ -1,6 +1,6 @@
 """``make run``: start a worker, submit the sample document, print its chunks, stop the worker.
 
-    python -m worker.demo [--backend auto|redis|embedded] [--input FILE] [--timeout S]
+    python -m cli.demo [--backend auto|redis|embedded] [--input FILE] [--timeout S]
 
 Backend choice (``auto``): the Redis at ``LONGPARSER_BROKER_URL`` when it answers PING within
 0.5 s, else an embedded Redis-protocol server (``fakeredis.TcpFakeServer``) on a free loopback
@@ -33,7 +33,7 @@ import redis
 from kombu.utils.url import maybe_sanitize_url
 
 from config.settings import Settings, get_settings
-from worker.keys import kombu_queue_keys
+from service.keys import kombu_queue_keys
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_INPUT = ROOT / "examples" / "sample_document.json"
@@ -195,7 +195,7 @@ def _submit_and_wait(request: object, settings: Settings, timeout: float) -> obj
 
 def run_demo(choice: str, input_path: Path, timeout: float) -> int:
     """Run the whole demo; returns the exit status (0 ok, 1 failed, 2 bad input)."""
-    from longparser.cli_chunk import format_summary, load_request
+    from cli.chunk import format_summary, load_request
     from schemas import InputError
 
     settings = get_settings()
@@ -223,7 +223,7 @@ def run_demo(choice: str, input_path: Path, timeout: float) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m worker.demo", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m cli.demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--backend", choices=("auto", "redis", "embedded"), default="auto")
     parser.add_argument("--input", type=Path, default=DEFAULT_INPUT)
     parser.add_argument("--timeout", type=float, default=120.0)

@@ -55,19 +55,19 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "chunk":
-        from longparser.cli_chunk import run_chunk
+        from cli.chunk import run_chunk
 
         return run_chunk(args)
     if args.command == "evaluate":
-        from longparser.evaluate import run_evaluate
+        from cli.evaluate import run_evaluate
 
         return run_evaluate(args)
     if args.command == "submit":
-        from tasks.cli import run_submit
+        from cli.submit import run_submit
 
         return run_submit(args)
     if args.command == "result":
-        from tasks.cli import run_result
+        from cli.submit import run_result
 
         return run_result(args)
     raise AssertionError(args.command)  # argparse rejects unknown commands

@@ -6,7 +6,7 @@ build keys here, so a key format can never drift between writer and reader.
 Keys (``P`` = ``LONGPARSER_KEY_PREFIX``):
 
 * ``P:result:<document_id>`` - the stored outcome of a document (JSON record, see
-  :mod:`worker.store`), written once per task run with one ``SET ... EX``;
+  :mod:`service.store`), written once per task run with one ``SET ... EX``;
 * ``P:job:<document_id>`` - the latest submission of a document (task id, queue), written by
   the client before it sends the task.
 

@@ -69,7 +69,7 @@ def _wait(handle: Any, timeout: float, settings: Any) -> int:
 
 def run_submit(args: argparse.Namespace) -> int:
     """Run ``longparser submit``; returns the exit status."""
-    from longparser.cli_chunk import load_request
+    from cli.chunk import load_request
     from tasks.client import submit
     from tasks.errors import PayloadTooLarge
 

@@ -1,3 +1,0 @@
-from longparser.cli import main
-
-raise SystemExit(main())
