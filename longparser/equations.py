@@ -1,8 +1,8 @@
-"""Equation detection (SPEC 3.1): is a paragraph block really a formula?
+"""Equation detection: is a paragraph block really a formula?
 
 A paragraph is re-tagged as an equation when the sum of these signals reaches
-:data:`EQUATION_THRESHOLD` (weights and thresholds are fixed by the SPEC; the judgement calls
-are what counts as a math character, a pattern hit and an isolated variable, recorded here):
+:data:`EQUATION_THRESHOLD` (the weights and thresholds are the service's specified ones, in :data:`SIGNALS`; the
+judgement calls are what counts as a math character, a pattern hit and an isolated variable, recorded here):
 
 * **density** of math characters: > 5% +2.0, > 1% +1.0 (strictly above). Density = math
   characters / non-whitespace characters. Math characters are NON-ASCII only: Greek letters,
@@ -39,22 +39,19 @@ are what counts as a math character, a pattern hit and an isolated variable, rec
 A text with math characters but not one letter or digit (``· · ·``) is a separator rule or an
 ornament, never a formula: it scores 0.
 
-Speed (this runs on every paragraph; bench/bench_text_stages.py measures it): no per-character
-Python loops. ASCII text (``str.isascii`` is O(1) in CPython) skips the Unicode counts; every
-pattern kind is gated by a C-speed ``in`` test on a character it cannot match without; regexes
-that run on a whole text start with a literal (the engine then jumps between occurrences with a
-fast substring search - a pattern starting with a character class is tried at every position,
-~10x slower); and operator-centred patterns are matched AT each operator, the left context by
-``re.match`` on the reversed window before it, never by a scan. :func:`looks_like_equation`
-(what the pipeline calls) stops as soon as the answer is decided.
+Cost (this runs on every paragraph): no per-character Python loops. ASCII text skips the
+Unicode counts; every pattern kind is gated by a C-speed ``in`` test on a character it cannot
+match without; regexes that run on a whole text start with a literal (the regex engine then
+jumps between occurrences with a substring search instead of trying every position); and
+operator-centred patterns are matched AT each operator, the left context by ``re.match`` on
+the reversed window before it. :func:`looks_like_equation` stops as soon as the answer is
+decided.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-
-EQUATION_THRESHOLD = 2.0
 
 _GREEK_LETTERS = "".join(chr(c) for c in range(0x391, 0x3AA) if c != 0x3A2) + "".join(
     chr(c) for c in range(0x3B1, 0x3CA)
@@ -139,9 +136,6 @@ _LEAD_IN_TAIL = 60  # the longest lead-in phrase is far shorter; only the tail i
 # _LEAD_IN_LAST (either case), a trailing ":" or ",", or whitespace (stripped before the test).
 _LEAD_IN_END_CHARS = frozenset("sySY:,")
 _ALNUM_RE = re.compile(r"[^\W_]")
-_GATES = "_^=+*<>\\("  # ASCII characters all but one pattern kind need (see _plain_ascii)
-_NOT_GATE_BYTES = bytes(b for b in range(256) if chr(b) not in _GATES)
-_SIGNALS = ("density", "patterns", "short_variable", "lead_in", "own_phrase", "greek")
 
 
 def _math_scan(text: str) -> tuple[int, int, frozenset[str]]:
@@ -158,13 +152,6 @@ def _math_scan(text: str) -> tuple[int, int, frozenset[str]]:
         in_words = sum(map(_GREEK_SET.__contains__, "".join(_GREEK_WORD_RE.findall(text))))
         return len(symbols) - in_words, n_greek - in_words, frozenset(symbols)
     return len(symbols), n_greek, frozenset(symbols)
-
-
-def _density_points(n_math: int, text: str) -> float:
-    if not n_math:
-        return 0.0
-    density = n_math / sum(map(len, text.split()))  # over non-space characters; runs in C
-    return 2.0 if density > 0.05 else 1.0 if density > 0.01 else 0.0
 
 
 def _op_positions(text: str, symbols: frozenset[str]) -> list[int]:
@@ -255,14 +242,6 @@ def pattern_kinds(text: str) -> list[str]:
     return [name for name, hit in zip(_KIND_NAMES, hits, strict=True) if hit]
 
 
-def _pattern_points(hits: int) -> float:
-    return 2.0 if hits >= 3 else 1.5 if hits == 2 else 0.5 if hits == 1 else 0.0
-
-
-def _greek_points(n_greek: int) -> float:
-    return 1.5 if n_greek >= 2 else 0.5 if n_greek == 1 else 0.0
-
-
 def _has_phrase(text: str) -> bool:
     """Whether ``text`` contains a lead-in phrase ("defined as", "given by", "where x denotes")."""
     lowered = None
@@ -290,27 +269,94 @@ def _ends_with_lead_in(previous_text: str | None) -> bool:
     )
 
 
-def _core_signals(text: str) -> dict[str, float] | None:
-    """The signals of ``text`` alone but its own phrase.
+# ---------------------------------------------------------------------------------------------
+# The score: one table of signals and their points. The full score and the early-exit test
+# both read it, so a weight is written once.
+# ---------------------------------------------------------------------------------------------
 
-    None when the text has math characters but no letter or digit: a separator rule such as
-    ``· · ·`` or an ornament, never a formula (a formula has operands).
-    """
-    n_math, n_greek, symbols = _math_scan(text)
-    if n_math and _ALNUM_RE.search(text) is None:
-        return None
-    ops = _op_positions(text, symbols)
-    short = len(text) < 80 or len(text.strip()) < 80
-    return {
-        "density": _density_points(n_math, text),
-        "patterns": _pattern_points(sum(_kind_hits(text, ops, n_greek, symbols))),
-        "short_variable": 1.0 if short and _has_isolated_variable(text, ops) else 0.0,
-        "greek": _greek_points(n_greek),
-    }
+EQUATION_THRESHOLD = 2.0
+SHORT_TEXT = 80  # characters: a short text with an isolated variable is likely a formula
+
+# (threshold, points): the first level whose threshold the measure reaches (strictly above, for
+# density) gives the points; below every level, 0.
+DENSITY_LEVELS = ((0.05, 2.0), (0.01, 1.0))
+PATTERN_LEVELS = ((3, 2.0), (2, 1.5), (1, 0.5))
+GREEK_LEVELS = ((2, 1.5), (1, 0.5))
+SHORT_VARIABLE_POINTS = 1.0
+LEAD_IN_POINTS = 1.5
+OWN_PHRASE_POINTS = 1.0
+
+
+def _level_points(value: float, levels: tuple[tuple[float, float], ...], strict: bool = False) -> float:
+    for threshold, points in levels:
+        if value > threshold if strict else value >= threshold:
+            return points
+    return 0.0
+
+
+class _Candidate:
+    """A text (and the text before it) with the shared measurements computed once, on demand."""
+
+    __slots__ = ("_ops", "n_greek", "n_math", "previous", "symbols", "text")
+
+    def __init__(self, text: str, previous: str | None) -> None:
+        self.text, self.previous = text, previous
+        self.n_math, self.n_greek, self.symbols = _math_scan(text)
+        self._ops: list[int] | None = None
+
+    @property
+    def ops(self) -> list[int]:
+        if self._ops is None:
+            self._ops = _op_positions(self.text, self.symbols)
+        return self._ops
+
+    def is_ornament(self) -> bool:
+        """Math characters but not one letter or digit (``· · ·``): a rule, never a formula."""
+        return bool(self.n_math) and _ALNUM_RE.search(self.text) is None
+
+
+def _density(c: _Candidate) -> float:
+    if not c.n_math:
+        return 0.0
+    density = c.n_math / sum(map(len, c.text.split()))  # over non-space characters; runs in C
+    return _level_points(density, DENSITY_LEVELS, strict=True)
+
+
+def _greek(c: _Candidate) -> float:
+    return _level_points(c.n_greek, GREEK_LEVELS)
+
+
+def _lead_in(c: _Candidate) -> float:
+    return LEAD_IN_POINTS if _ends_with_lead_in(c.previous) else 0.0
+
+
+def _patterns(c: _Candidate) -> float:
+    return _level_points(sum(_kind_hits(c.text, c.ops, c.n_greek, c.symbols)), PATTERN_LEVELS)
+
+
+def _short_variable(c: _Candidate) -> float:
+    short = len(c.text) < SHORT_TEXT or len(c.text.strip()) < SHORT_TEXT
+    return SHORT_VARIABLE_POINTS if short and _has_isolated_variable(c.text, c.ops) else 0.0
+
+
+def _own_phrase(c: _Candidate) -> float:
+    return OWN_PHRASE_POINTS if _has_phrase(c.text) else 0.0
+
+
+# (name, most points it can give, measure), cheapest measure first: the early-exit test stops
+# as soon as the threshold is reached or can no longer be reached.
+SIGNALS = (
+    ("density", DENSITY_LEVELS[0][1], _density),
+    ("greek", GREEK_LEVELS[0][1], _greek),
+    ("lead_in", LEAD_IN_POINTS, _lead_in),
+    ("patterns", PATTERN_LEVELS[0][1], _patterns),
+    ("short_variable", SHORT_VARIABLE_POINTS, _short_variable),
+    ("own_phrase", OWN_PHRASE_POINTS, _own_phrase),
+)
 
 
 def equation_signals(text: str, previous_text: str | None = None) -> dict[str, float]:
-    """Each signal's contribution to the equation score (they sum to :func:`equation_score`).
+    """Each signal's points (they sum to :func:`equation_score`).
 
     A text with math characters but no letter or digit (a separator rule such as ``· · ·``)
     scores 0 everywhere: a formula has operands.
@@ -318,21 +364,11 @@ def equation_signals(text: str, previous_text: str | None = None) -> dict[str, f
     Args:
         text: the candidate block's text.
         previous_text: the preceding block's text (its ending may announce a formula).
-
-    Returns:
-        ``{"density", "patterns", "short_variable", "lead_in", "own_phrase", "greek"}`` points.
     """
-    core = _core_signals(text)
-    if core is None:
-        return dict.fromkeys(_SIGNALS, 0.0)
-    return {
-        "density": core["density"],
-        "patterns": core["patterns"],
-        "short_variable": core["short_variable"],
-        "lead_in": 1.5 if _ends_with_lead_in(previous_text) else 0.0,
-        "own_phrase": 1.0 if _has_phrase(text) else 0.0,
-        "greek": core["greek"],
-    }
+    candidate = _Candidate(text, previous_text)
+    if candidate.is_ornament():
+        return {name: 0.0 for name, _, _ in SIGNALS}
+    return {name: measure(candidate) for name, _, measure in SIGNALS}
 
 
 def equation_score(text: str, previous_text: str | None = None) -> float:
@@ -340,41 +376,19 @@ def equation_score(text: str, previous_text: str | None = None) -> float:
     return sum(equation_signals(text, previous_text).values())
 
 
-def _plain_ascii(text: str) -> bool:
-    """An ASCII text without any character a pattern or the isolated-variable signal needs.
-
-    Such a text scores at most 1.5 besides the lead-in: no math character or Greek letter
-    (density and Greek signals 0), every pattern kind but the d1-style variable is gated by
-    one of ``_ ^ = + * < > \\ (`` (the same gates :func:`_kind_hits` and the operator scans
-    use), so at most 0.5 (a digit) + 1.0 (own phrase). Most prose is such a text.
-    """
-    return text.isascii() and not text.encode("ascii").translate(None, _NOT_GATE_BYTES)
-
-
 def looks_like_equation(text: str, previous_text: str | None = None) -> bool:
-    """True when :func:`equation_score` reaches :data:`EQUATION_THRESHOLD`. Use this in the hot path.
+    """Whether :func:`equation_score` reaches :data:`EQUATION_THRESHOLD`, deciding early.
 
-    Same answer as comparing the score, cheaper: every signal is non-negative, so the signals
-    are added cheapest first and the answer is returned as soon as the threshold is reached
-    (most formulas: on their math-character density alone) or can no longer be reached (the
-    own-phrase test, the costliest, runs only when its +1.0 can still decide). Ordinary ASCII
-    prose is decided by :func:`_plain_ascii` and the lead-in test alone.
+    Every signal is non-negative and bounded by its table entry, so the signals are added
+    cheapest first and the answer is returned as soon as it can no longer change.
     """
-    if _plain_ascii(text) and not _ends_with_lead_in(previous_text):
-        return False  # at most 1.5 (see _plain_ascii)
-    n_math, n_greek, symbols = _math_scan(text)
-    if n_math and _ALNUM_RE.search(text) is None:
+    candidate = _Candidate(text, previous_text)
+    if candidate.is_ornament():
         return False
-    total = _density_points(n_math, text) + _greek_points(n_greek)
-    if total >= EQUATION_THRESHOLD:
-        return True
-    total += 1.5 if _ends_with_lead_in(previous_text) else 0.0
-    if total >= EQUATION_THRESHOLD:
-        return True
-    ops = _op_positions(text, symbols)
-    total += _pattern_points(sum(_kind_hits(text, ops, n_greek, symbols)))
-    if total < EQUATION_THRESHOLD and (len(text) < 80 or len(text.strip()) < 80):
-        total += 1.0 if _has_isolated_variable(text, ops) else 0.0
-    if total >= EQUATION_THRESHOLD or total + 1.0 < EQUATION_THRESHOLD:
-        return total >= EQUATION_THRESHOLD
-    return _has_phrase(text)
+    total, still_possible = 0.0, sum(most for _, most, _ in SIGNALS)
+    for _, most, measure in SIGNALS:
+        if total >= EQUATION_THRESHOLD or total + still_possible < EQUATION_THRESHOLD:
+            break
+        total += measure(candidate)
+        still_possible -= most
+    return total >= EQUATION_THRESHOLD

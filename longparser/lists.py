@@ -13,10 +13,9 @@ left alone, a single oversized bullet stays whole); lead-in and items are joined
 
 from __future__ import annotations
 
-from longparser.build import Draft, join_texts
+from longparser.build import LINE_SEPARATOR, Draft, parts_of
 from longparser.prepare import Rec
-
-ITEM_SEPARATOR = "\n"
+from longparser.sections import ListSeg, Section
 
 
 def list_groups(lead: Rec | None, items: list[Rec], max_tokens: int) -> list[list[Rec]]:
@@ -37,18 +36,13 @@ def list_groups(lead: Rec | None, items: list[Rec], max_tokens: int) -> list[lis
     return groups
 
 
-def list_drafts(
-    lead: Rec | None, items: list[Rec], max_tokens: int, section: int, path: tuple[str, ...]
-) -> list[Draft]:
+def list_drafts(seg: ListSeg, max_tokens: int, section: Section) -> list[Draft]:
     """List drafts for one run of list items (and its optional lead-in)."""
     drafts: list[Draft] = []
-    for number, group in enumerate(list_groups(lead, items, max_tokens)):
-        body = join_texts(group, ITEM_SEPARATOR)
-        words = sum(rec.words for rec in group)
-        if number == 0 or lead is None:
-            drafts.append(Draft(group, body, "list", section, path, body_words=words))
-        else:
-            prefix = lead.text + ITEM_SEPARATOR
-            drafts.append(Draft(group, body, "list", section, path, prefix=prefix, lead_id=lead.block_id,
-                                body_words=words, prefix_words=lead.words))
+    lead = seg.lead
+    for number, group in enumerate(list_groups(lead, seg.items, max_tokens)):
+        draft = Draft(parts_of(group, LINE_SEPARATOR), "list", section)
+        if number > 0 and lead is not None:
+            draft.set_lead_in(lead)
+        drafts.append(draft)
     return drafts

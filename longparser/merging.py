@@ -1,4 +1,4 @@
-"""Stage 7: minimum-size merging (SPEC 3.7).
+"""Stage 7: minimum-size merging.
 
 A draft whose token count (of its text so far) is under ``min_tokens`` merges into the
 previous draft of the same section, else the next draft of the same section, else the
@@ -21,40 +21,33 @@ lacks) it stays in the text, inline.
 
 from __future__ import annotations
 
-from longparser.build import Draft
+from longparser.build import LINE_SEPARATOR, Draft, Part
+from longparser.prepare import Rec
 from longparser.tokens import TokenCounter
 
 MERGE_SEPARATOR = "\n\n"
 
 
-def _holds_lead_in(draft: Draft, lead_id: str | None) -> bool:
-    """Whether ``draft``'s text already shows the lead-in block ``lead_id`` (primary or repeated)."""
-    if lead_id is None:
-        return False
-    return lead_id == draft.lead_id or lead_id in [rec.block_id for rec in draft.blocks]
+def _holds_lead_in(draft: Draft, lead: Rec) -> bool:
+    """Whether ``draft``'s text already shows the lead-in block (primary or repeated)."""
+    return draft.lead is lead or any(part.rec is lead for part in draft.parts)
 
 
 def merge_pair(earlier: Draft, later: Draft, target: Draft) -> Draft:
     """One draft holding ``earlier`` then ``later``; ``target`` decides the type and section."""
-    later_text, later_words = later.body, later.body_word_count()
-    lead_id = earlier.lead_id
-    if later.prefix and not _holds_lead_in(earlier, later.lead_id):
-        later_text, later_words = later.prefix + later.body, later.text_word_count()
-        lead_id = lead_id or later.lead_id
+    later_parts = list(later.parts)
+    lead = earlier.lead
+    if later.lead is not None and not _holds_lead_in(earlier, later.lead):
+        # the later piece's repeated lead-in stays in the text, inline, as context
+        later_parts[:1] = [Part(later.lead, later.lead.text, context=True),
+                           later_parts[0]._replace(sep=LINE_SEPARATOR)]
+        lead = lead or later.lead
+    later_parts[0] = later_parts[0]._replace(sep=MERGE_SEPARATOR)
     kind = "equation" if earlier.has_equation() or later.has_equation() else target.kind
     meta = {**(earlier if target is later else later).meta, **target.meta}
-    return Draft(
-        earlier.blocks + later.blocks,
-        earlier.body + MERGE_SEPARATOR + later_text,
-        kind,
-        target.section,
-        target.path,
-        meta,
-        prefix=earlier.prefix,
-        lead_id=lead_id,
-        body_words=earlier.body_word_count() + later_words,  # MERGE_SEPARATOR is whitespace
-        prefix_words=earlier.prefix_words,
-    )
+    merged = Draft(earlier.parts + later_parts, kind, target.section, meta)
+    merged.prefix, merged.lead = earlier.prefix, lead
+    return merged
 
 
 def _neighbour(slots: list[Draft | None], i: int, step: int, section: int | None) -> int | None:
@@ -65,13 +58,13 @@ def _neighbour(slots: list[Draft | None], i: int, step: int, section: int | None
         if other is not None and not other.is_table:
             # sections are contiguous: past the first eligible draft of another section,
             # no draft of ``section`` follows
-            return j if section is None or other.section == section else None
+            return j if section is None or other.section.index == section else None
         j += step
     return None
 
 
 def _target(slots: list[Draft | None], i: int) -> int | None:
-    section = slots[i].section  # type: ignore[union-attr]
+    section = slots[i].section.index  # type: ignore[union-attr]
     for step, same in ((-1, section), (1, section), (-1, None), (1, None)):
         j = _neighbour(slots, i, step, same)
         if j is not None:

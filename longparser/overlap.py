@@ -1,4 +1,4 @@
-"""Stage 8: paragraph overlap (SPEC 3.8).
+"""Stage 8: paragraph overlap.
 
 With ``overlap_blocks`` N > 0, a draft receives, as context, the texts of the trailing
 paragraphs of the draft right before it (chunk order), when both are in the same section and
@@ -29,7 +29,10 @@ OVERLAP_SEPARATOR = "\n\n"
 def overlap_candidates(previous: Draft, n: int) -> list[Rec]:
     """The trailing paragraphs of ``previous`` to copy (possibly none), in reading order."""
     picked: list[Rec] = []
-    for rec in reversed(previous.blocks):
+    for part in reversed(previous.parts):
+        if part.context:
+            continue  # an inline lead-in is not the previous chunk's own text
+        rec = part.rec
         if len(picked) == n:
             break
         if rec.kind == "equation":
@@ -46,7 +49,7 @@ def apply_overlap(drafts: list[Draft], n: int) -> None:
     if n <= 0:
         return
     for previous, current in pairwise(drafts):
-        if previous.section != current.section or previous.is_table or current.is_table:
+        if previous.section is not current.section or previous.is_table or current.is_table:
             continue
         if current.prefix:
             continue
@@ -56,5 +59,5 @@ def apply_overlap(drafts: list[Draft], n: int) -> None:
         context = OVERLAP_SEPARATOR.join([rec.text for rec in picked])
         if current.body.startswith(context):
             continue
-        current.set_context(context + OVERLAP_SEPARATOR, sum(rec.words for rec in picked))
+        current.prefix = context + OVERLAP_SEPARATOR
         current.overlap_ids = [rec.block_id for rec in picked]

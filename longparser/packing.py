@@ -21,17 +21,16 @@ paragraph before it, introduces what follows). In the usual input a heading open
 section (its path includes itself) and is never at the end of a chunk; this guards inputs
 whose headings share the path of the surrounding text.
 
-Prose blocks are joined with a blank line (``\\n\\n``).
+Prose blocks are joined with a blank line.
 """
 
 from __future__ import annotations
 
 from collections.abc import Set
 
-from longparser.build import Draft, join_texts, prose_kind
+from longparser.build import PROSE_SEPARATOR, Draft, parts_of, prose_kind
 from longparser.prepare import Rec
-
-PROSE_SEPARATOR = "\n\n"
+from longparser.sections import Section
 
 
 def _glue(closed: list[Rec], upcoming: Rec) -> list[Rec]:
@@ -46,19 +45,19 @@ def _glue(closed: list[Rec], upcoming: Rec) -> list[Rec]:
     return moved
 
 
-def pack_groups(records: list[Rec], boundaries: Set[int], max_tokens: int) -> list[list[Rec]]:
+def pack_groups(records: list[Rec], starts: Set[int], max_tokens: int) -> list[list[Rec]]:
     """Group records into chunks.
 
     Args:
         records: the prose run, reading order.
-        boundaries: indices ``i`` (into ``records``) before which a new chunk must start.
+        starts: positions (``Rec.pos``) of records before which a new chunk must start.
         max_tokens: packing target.
     """
     groups: list[list[Rec]] = []
     current: list[Rec] = []
     running = 0
-    for i, rec in enumerate(records):
-        if current and (running + rec.tokens > max_tokens or i in boundaries):
+    for rec in records:
+        if current and (running + rec.tokens > max_tokens or rec.pos in starts):
             groups.append(current)
             current = _glue(current, rec)
             running = sum(moved.tokens for moved in current)
@@ -69,16 +68,9 @@ def pack_groups(records: list[Rec], boundaries: Set[int], max_tokens: int) -> li
     return groups
 
 
-def pack_prose(
-    records: list[Rec],
-    boundaries: Set[int],
-    max_tokens: int,
-    section: int,
-    path: tuple[str, ...],
-) -> list[Draft]:
+def pack_prose(records: list[Rec], starts: Set[int], max_tokens: int, section: Section) -> list[Draft]:
     """Pack a prose run into section/equation drafts."""
     return [
-        Draft(group, join_texts(group, PROSE_SEPARATOR), prose_kind(group, "section"), section, path,
-              body_words=sum(rec.words for rec in group))
-        for group in pack_groups(records, boundaries, max_tokens)
+        Draft(parts_of(group, PROSE_SEPARATOR), prose_kind(group, "section"), section)
+        for group in pack_groups(records, starts, max_tokens)
     ]

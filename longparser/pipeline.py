@@ -1,46 +1,34 @@
-"""The chunking pipeline (SPEC section 3): composes the stages, one named step each.
+"""The chunking pipeline: composes the stages, one named step each.
 
-``validate -> prepare (exclusions, equation re-tag) -> sections/segments -> semantic
-boundaries -> drafts (tables, lists, packing with equation glue) -> minimum-size merge ->
+``validate -> prepare (exclusions, equation re-tag) -> sections and their segments ->
+semantic boundaries -> drafts (tables, lists, packing with glue) -> minimum-size merge ->
 reading order -> overlap -> ids, token counts, quality -> result``.
 
-Decisions where SPEC is silent:
+Decisions:
 
 * Reading order is the order of the caller's sequence (``order_index`` is not re-sorted);
-  chunks are ordered by the position of their first primary block (stable, so a table's
+  chunks are ordered by the position of their first source block (stable, so a table's
   schema chunk precedes its row chunks and bands/batches keep their order).
 * Semantic mode requested without an encoder: structural packing, ``stats.semantic``
   records ``available=False`` with the reason, and one warning is logged per call. An encoder
   that raises propagates the error (the task fails visibly instead of silently degrading).
-* ``token_count`` is the counter's count of the final text (with overlap/context);
-  packing works on per-block sums (DEC-04: they may differ).
-* The cyclic garbage collector is paused for the duration of a call (and restored to its
-  previous state): the engine creates no reference cycles (everything it allocates is freed
-  by reference counting), while the collector's full scans of the caller's large block lists
-  made per-block throughput fall as documents grew (measured: ~16k -> ~25k blocks/s CPU on
-  100k blocks).
-* Dict blocks are validated one at a time while prepare reads them, by the TypedDict mirror
-  of the Block contract, with Block's own error for a block it rejects (longparser.intake;
-  streaming: nothing is held for the whole document; a list of Block models, the worker's
-  input, is read as it is); ``timings_ms["validate"]`` is the validation time
-  accumulated in that pass and ``prepare`` the rest of it (exclusions, equation re-tagging,
-  token counts, table grids). ``structure`` covers sections, tables, lists, packing,
-  merging and overlap; ``quality`` covers scores, ids and final token counts; ``total``
-  the whole call.
+* ``token_count`` is the counter's count of the final text (with overlap and context);
+  packing works on per-block counts (their sums may differ from the joined text's count).
+* ``timings_ms``: ``validate`` is the validation of dict blocks (done while prepare reads
+  them), ``prepare`` the rest of that pass (exclusions, equation re-tagging, token counts,
+  table grids), ``structure`` sections, tables, lists, packing, merging and overlap,
+  ``quality`` scores, ids and final token counts, ``total`` the whole call.
 """
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
-from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
-from longparser.build import Draft, block_ids, to_chunk
+from longparser.build import Draft, to_chunk
 from longparser.ids import chunk_id
 from longparser.intake import BlockIntake
 from longparser.lists import list_drafts
@@ -50,10 +38,10 @@ from longparser.packing import pack_prose
 from longparser.prepare import prepare
 from longparser.quality import ChunkScorer
 from longparser.resources import NO_RESOURCES, Resources
-from longparser.sections import ListSeg, ProseSeg, Section, Segment, group_sections, packable_texts, segment
+from longparser.sections import ListSeg, ProseSeg, Section, group_sections
 from longparser.semantic import section_boundaries
 from longparser.table_chunks import table_drafts
-from longparser.tokens import TokenCounter
+from longparser.tokens import TokenCounter, as_counter
 from schemas import Block, Chunk, ChunkingConfig, ChunkRequest, ChunkResult, ChunkStats, SemanticStats
 
 logger = logging.getLogger(__name__)
@@ -70,104 +58,67 @@ def _as_config(config: ChunkingConfig | dict[str, Any] | None) -> ChunkingConfig
 
 
 def _semantic(
-    segmented: list[list[Segment]], config: ChunkingConfig, resources: Resources
-) -> tuple[list[set[int]] | None, SemanticStats]:
-    """Semantic boundaries per section (None when not placed) and their stats."""
+    sections: list[Section], config: ChunkingConfig, resources: Resources
+) -> tuple[set[int], SemanticStats]:
+    """Positions of the blocks before which a semantic boundary starts a chunk, and their stats."""
     if not config.use_semantic_chunking:
-        return None, SemanticStats()
+        return set(), SemanticStats()
     encoder = resources.encoder
     if encoder is None:
         reason = resources.encoder_error or NO_ENCODER_REASON
         logger.warning("semantic chunking requested but unavailable (%s); packing structurally", reason)
-        return None, SemanticStats(requested=True, available=False, reason=reason)
-    texts = [packable_texts(segments) for segments in segmented]
-    boundaries, embedded = section_boundaries(texts, encoder, config.semantic_threshold)
+        return set(), SemanticStats(requested=True, available=False, reason=reason)
+    packable = [section.packable() for section in sections]
+    found, embedded = section_boundaries(
+        [[rec.text for rec in records] for records in packable], encoder, config.semantic_threshold
+    )
+    starts = {records[i].pos for records, indices in zip(packable, found, strict=True) for i in indices}
     stats = SemanticStats(
         requested=True,
         available=True,
-        boundaries=sum(len(found) for found in boundaries),
+        boundaries=len(starts),
         texts_embedded=embedded,
         model=getattr(encoder, "name", None),
         weights_sha256=getattr(encoder, "weights_sha256", None),
     )
-    return boundaries, stats
+    return starts, stats
 
 
-def _local(ordered: list[int], seg: ProseSeg) -> set[int]:
-    """Section-level boundary indices (sorted) inside ``seg``, made relative to it.
-
-    Bisection keeps this linear overall for a long section with many prose runs.
-    """
-    lo, hi = seg.offset, seg.offset + len(seg.records)
-    return {i - lo for i in ordered[bisect_left(ordered, lo) : bisect_left(ordered, hi)]}
-
-
-def _section_drafts(
-    section: Section, segments: list[Segment], boundaries: set[int], config: ChunkingConfig,
-    counter: TokenCounter,
-) -> list[Draft]:
+def section_drafts(section: Section, starts: set[int], config: ChunkingConfig, counter: TokenCounter) -> list[Draft]:
+    """The drafts of one section's segments, in order."""
     drafts: list[Draft] = []
-    where = (section.index, section.path)
-    ordered = sorted(boundaries)
-    for seg in segments:
+    for seg in section.segments:
         if isinstance(seg, ProseSeg):
-            local = _local(ordered, seg) if ordered else set()
-            drafts.extend(pack_prose(seg.records, local, config.max_tokens, *where))
+            drafts.extend(pack_prose(seg.records, starts, config.max_tokens, section))
         elif isinstance(seg, ListSeg):
-            drafts.extend(list_drafts(seg.lead, seg.items, config.max_tokens, *where))
+            drafts.extend(list_drafts(seg, config.max_tokens, section))
         else:
-            drafts.extend(table_drafts(seg, *where, config, counter))
+            drafts.extend(table_drafts(seg, section, config, counter))
     return drafts
 
 
-def _first_pos(draft: Draft) -> int:
-    return draft.first_pos
-
-
 def build_drafts(
-    sections: list[Section], segmented: list[list[Segment]], boundaries: list[set[int]] | None,
-    config: ChunkingConfig, counter: TokenCounter,
+    sections: list[Section], starts: set[int], config: ChunkingConfig, counter: TokenCounter
 ) -> list[Draft]:
     """Drafts of the whole document: built, merged, ordered, overlapped."""
-    drafts: list[Draft] = []
-    for k, section in enumerate(sections):
-        found = boundaries[k] if boundaries is not None else set()
-        drafts.extend(_section_drafts(section, segmented[k], found, config, counter))
+    drafts = [draft for section in sections for draft in section_drafts(section, starts, config, counter)]
     drafts = merge_small(drafts, config.min_tokens, counter)
-    drafts.sort(key=_first_pos)
+    drafts.sort(key=Draft.first_pos.fget)  # type: ignore[attr-defined]
     apply_overlap(drafts, config.overlap_blocks)
     return drafts
 
 
-def finalize(drafts: list[Draft], document_id: str | None, resources: Resources) -> list[Chunk]:
-    """Ids, final token counts and quality scores (of the final text).
-
-    One :class:`ChunkScorer` serves the whole document (its dictionary memo is shared by the
-    chunks); token counts come from the drafts' summed word counts (see longparser.tokens).
-    """
-    counter = resources.token_counter
+def finalize(drafts: list[Draft], document_id: str | None, resources: Resources, counter: TokenCounter) -> list[Chunk]:
+    """Ids, final token counts and quality scores (of the final text)."""
     score = ChunkScorer(resources.word_list, resources.language_id).score
+    texts = [draft.text for draft in drafts]
     chunks = []
-    for index, draft in enumerate(drafts):
-        text = draft.text
-        sources = [(rec.confidence, len(rec.text)) for rec in draft.blocks]
-        quality, components = score(text, sources)
-        ids = block_ids(draft)
-        ident = chunk_id(document_id, index, draft.kind, ids, text)
-        chunks.append(to_chunk(draft, ident, text, draft.tokens(counter), quality, components, ids))
+    for index, (draft, text, tokens) in enumerate(zip(drafts, texts, counter.count_many(texts), strict=True)):
+        sources = draft.sources
+        quality, components = score(text, [(rec.confidence, len(rec.text)) for rec in sources])
+        ident = chunk_id(document_id, index, draft.kind, [rec.block_id for rec in sources], text)
+        chunks.append(to_chunk(draft, ident, text, tokens, quality, components, sources))
     return chunks
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause automatic cyclic GC; restore the caller's setting afterwards (see module doc)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _ms(start: float, end: float) -> float:
@@ -193,30 +144,19 @@ def chunk_blocks(
     Returns:
         The chunks in reading order plus stats.
     """
-    with _gc_paused():
-        return _chunk(blocks, config, resources, document_id)
-
-
-def _chunk(
-    blocks: Sequence[Block | dict[str, Any]],
-    config: ChunkingConfig | dict[str, Any] | None,
-    resources: Resources | None,
-    document_id: str | None,
-) -> ChunkResult:
     t0 = time.perf_counter()
     cfg, res = _as_config(config), resources if resources is not None else NO_RESOURCES
-    counter = res.token_counter
+    counter = as_counter(res.token_counter)
     intake = BlockIntake(blocks)
-    records, excluded, retagged = prepare(intake.fields(), cfg, counter)
+    records, excluded, retagged = prepare(intake, cfg, counter)
     t2 = time.perf_counter()
     sections = group_sections(records)
-    segmented = [segment(section) for section in sections]
     t3 = time.perf_counter()
-    boundaries, semantic = _semantic(segmented, cfg, res)
+    starts, semantic = _semantic(sections, cfg, res)
     t4 = time.perf_counter()
-    drafts = build_drafts(sections, segmented, boundaries, cfg, counter)
+    drafts = build_drafts(sections, starts, cfg, counter)
     t5 = time.perf_counter()
-    chunks = finalize(drafts, document_id, res)
+    chunks = finalize(drafts, document_id, res, counter)
     t6 = time.perf_counter()
     timings = {
         "validate": round(intake.seconds * 1000.0, 3),

@@ -1,4 +1,4 @@
-"""Stages 1-2: light internal records, exclusions, equation re-tagging (SPEC 3.1-3.2).
+"""Stages 1-2: light internal records, exclusions, equation re-tagging.
 
 The caller's blocks are never touched: each kept block becomes a :class:`Rec`, a slotted
 record that the later stages read instead of the caller's model or dict (attribute access on
@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from longparser.equations import looks_like_equation
 from longparser.intake import BlockFields
 from longparser.tables import Grid, build_grid
-from longparser.tokens import TokenCounter, estimate_tokens, tokens_for_words, word_count
+from longparser.tokens import TokenCounter
 from schemas import ChunkingConfig
 
 _SEPARATOR_CHARS = frozenset("_-=.·•") | frozenset(chr(c) for c in range(0x2500, 0x2580))
@@ -44,15 +44,14 @@ class Rec:
     Attributes:
         pos: index in the caller's sequence (reading order; the chunk order key).
         block_id, kind, text, page, path, confidence: from the block (kind may be re-tagged).
-        tokens: the token counter's estimate of ``text`` (0 for table blocks).
-        words: whitespace words of ``text`` (0 for table blocks, whose drafts count their own
-            rendered text): summed into chunk word counts (see longparser.tokens).
+        tokens: the token counter's count of ``text`` (0 for table blocks, whose drafts count
+            their own rendered rows).
         grid: a structured table block's grid (built here, so the block's pydantic cells can be
             freed as soon as the block is read: memory stays flat on large documents), or None
             (every other block, and a table block without cells).
     """
 
-    __slots__ = ("block_id", "confidence", "grid", "kind", "page", "path", "pos", "text", "tokens", "words")
+    __slots__ = ("block_id", "confidence", "grid", "kind", "page", "path", "pos", "text", "tokens")
 
     def __init__(
         self,
@@ -63,13 +62,12 @@ class Rec:
         page: int,
         path: tuple[str, ...],
         confidence: float,
-        tokens: int,
-        words: int,
         grid: Grid | None,
+        tokens: int = 0,
     ) -> None:
         self.pos, self.block_id, self.kind, self.text = pos, block_id, kind, text
         self.page, self.path, self.confidence = page, path, confidence
-        self.tokens, self.words, self.grid = tokens, words, grid
+        self.grid, self.tokens = grid, tokens
 
     def __repr__(self) -> str:  # debugging aid only
         return f"Rec({self.pos}, {self.block_id!r}, {self.kind!r}, {self.text[:30]!r})"
@@ -108,6 +106,8 @@ def prepare(
 ) -> tuple[list[Rec], dict[str, int], int]:
     """Exclude, re-tag and convert blocks (their fields, as :mod:`longparser.intake` reads them).
 
+    Every kept block's text is counted once, in one batch (a tokenizer counter batches them).
+
     Returns:
         ``(records, excluded_counts, equations_detected)``; ``excluded_counts`` holds only
         non-zero reasons.
@@ -120,7 +120,6 @@ def prepare(
     drop_hf = config.exclude_headers_footers
     last_list: list[str] | None = None
     path: tuple[str, ...] = ()
-    estimate = counter is estimate_tokens  # then tokens follow from the word count (one split)
     for pos, (block_id, kind, text, hierarchy_path, page, confidence, cells) in enumerate(blocks):
         if text[:1] not in _KEPT_FIRST_CHARS or kind in _HEADER_FOOTER:
             reason = exclusion_reason(kind, text, bool(cells), drop_hf)
@@ -133,14 +132,10 @@ def prepare(
         if hierarchy_path != last_list:  # consecutive blocks share one path tuple
             last_list = hierarchy_path
             path = tuple(last_list)
-        grid = None
-        if kind == "table":
-            tokens = words = 0
-            if cells:
-                grid = build_grid(cells)
-        else:
-            words = word_count(text)
-            tokens = tokens_for_words(words) if estimate else counter(text)
-        records.append(Rec(pos, block_id, kind, text, page, path, confidence, tokens, words, grid))
+        grid = build_grid(cells) if kind == "table" and cells else None
+        records.append(Rec(pos, block_id, kind, text, page, path, confidence, grid))
         previous_text = text
+    counted = [rec for rec in records if rec.kind != "table"]
+    for rec, tokens in zip(counted, counter.count_many([rec.text for rec in counted]), strict=True):
+        rec.tokens = tokens
     return records, excluded, retagged

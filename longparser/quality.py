@@ -1,4 +1,4 @@
-"""Per-chunk quality score (SPEC 3.9): how much to trust a chunk's text, with the reasons.
+"""Per-chunk quality score: how much to trust a chunk's text, with the reasons.
 
 ``score = clamp(confidence - min(noise + coverage + language penalties, 0.8) + bonus, 0, 1)``:
 
@@ -24,7 +24,8 @@
   stripped text, or for a longer chunk its first :data:`LANGUAGE_SAMPLE_CHARS` characters cut
   back to a whole word, is sent with line breaks as spaces (fastText reads one line).
   Confidence under 0.8 costs ``(0.8 - confidence) * 0.5``; any exception from ``predict``
-  counts as confidence 1.0 (the error's type is recorded as ``language_error``).
+  counts as confidence 1.0: the error's type is recorded as ``language_error`` and the first
+  failure of a document is logged as a warning (a broken language model must not pass unseen).
 * **bonus**: +0.05 when the stripped text ends a sentence: ``. ! ? : " ” …``, or ``.!?``
   followed by a closing ``) ] ’ ' »``.
 
@@ -33,16 +34,15 @@ Speed: no per-character Python loop. Noise is counted on the UTF-8 bytes with
 leaves the ASCII noise; deleting the ASCII bytes leaves whole UTF-8 sequences of the non-ASCII
 characters, whose DISTINCT characters are classified once each (cached). Tokens come from one
 byte-level translate (lower-case + separate) and ``bytes.split``; a document's chunks share one
-:class:`ChunkScorer`, whose memo gives each distinct token a weight holding both coverage
-counts, so a chunk's coverage is one C-level ``sum(map(...))`` (no Python loop per token).
-What is left is O(tokens) in C: the split (one bytes object per token: the largest cost of
-scoring on the benchmark stream) and the memo lookups.
+:class:`ChunkScorer`, whose memo classifies each distinct token once, so a chunk's coverage
+is one C-level ``Counter(map(...))`` (no Python loop per token).
 """
 
 from __future__ import annotations
 
 import logging
 import unicodedata
+from collections import Counter
 from collections.abc import Container, Sequence
 from functools import lru_cache
 from typing import Any
@@ -58,9 +58,9 @@ COVERAGE_PENALTY_CAP = 0.3
 LANGUAGE_CONFIDENCE_TARGET = 0.8
 LANGUAGE_PENALTY_FACTOR = 0.5
 MIN_LANGUAGE_TEXT = 10
-# fastText's cost grows with the input (~0.4 us per character on the shared dev box: 1.3 ms for a 3,500-char
-# chunk, more than the rest of the engine per chunk); the first 512 characters gave the same
-# penalties as the whole text on gen_blocks chunks (256: 44 vs 30 under 0.8 in 300 chunks).
+# fastText's cost grows with its input, and a chunk's language is decided by its opening: the
+# first 512 characters gave the same penalties as the whole text on the benchmark stream (256
+# did not). bench/README.md has the measurement.
 LANGUAGE_SAMPLE_CHARS = 512
 PENALTY_CAP = 0.8
 SENTENCE_END_BONUS = 0.05
@@ -76,9 +76,6 @@ _DELETE_FOR_ASCII_NOISE = _ASCII_OK + bytes(range(128, 256))  # what is left: AS
 # whole), every other ASCII byte becomes a space.
 _WORD_TABLE = bytes(b if b >= 128 else ord(chr(b).lower()) if chr(b).isalpha() else 32 for b in range(256))
 _SENTENCE_ENDS = (*'.!?:"”…', *(p + c for p in ".!?" for c in ")]’'»"))
-_COUNT_BITS = 32  # a chunk has far fewer than 2**32 tokens: two counts share one integer
-_LONG_TOKEN = 1 << _COUNT_BITS
-_COUNT_MASK = _LONG_TOKEN - 1
 
 
 class _Scan:
@@ -152,14 +149,15 @@ def _tokens(scan: _Scan) -> list[str]:
     return [w for w in runs if len(w) > 1]
 
 
-class _CoverageWeights(dict[bytes, int]):
-    """Each distinct token's coverage weight against one word list, looked up once (memo).
+NOT_A_TOKEN, UNKNOWN_WORD, KNOWN_WORD = 0, 1, 2
 
-    Weight: 0 for a one-letter run (not a token), :data:`_LONG_TOKEN` for a token, plus 1 when
-    the token is a dictionary word. A chunk's total weight holds both counts at once (tokens
-    ``total >> 32``, dictionary words ``total & 0xFFFFFFFF``), so a chunk costs one C-level
-    ``sum(map(weights.__getitem__, runs))`` instead of a Python loop over its runs and a
-    dictionary lookup per run (measured ~2x cheaper; a document repeats its words).
+
+class _Dictionary(dict[bytes, int]):
+    """Each distinct letter run's class against one word list, looked up once (memo).
+
+    :data:`NOT_A_TOKEN` for a one-letter run, :data:`KNOWN_WORD` for a token in the word list,
+    :data:`UNKNOWN_WORD` for any other token. A document repeats its words, so each distinct
+    run is decoded and looked up once per document.
     """
 
     __slots__ = ("word_list",)
@@ -170,9 +168,9 @@ class _CoverageWeights(dict[bytes, int]):
 
     def __missing__(self, run: bytes) -> int:
         token = run.decode("utf-8", "surrogatepass")
-        weight = _LONG_TOKEN + (token in self.word_list) if len(token) > 1 else 0
-        self[run] = weight
-        return weight
+        kind = NOT_A_TOKEN if len(token) < 2 else KNOWN_WORD if token in self.word_list else UNKNOWN_WORD
+        self[run] = kind
+        return kind
 
 
 def noise_count(text: str) -> int:
@@ -193,12 +191,11 @@ def _weighted_confidence(sources: Sequence[tuple[float, int]]) -> float:
     return sum([conf * length for conf, length in sources]) / total
 
 
-def _coverage(scan: _Scan, weights: _CoverageWeights | None) -> tuple[float | None, float]:
+def _coverage(scan: _Scan, dictionary: _Dictionary) -> tuple[float | None, float]:
     """(dictionary coverage or None, its penalty)."""
-    if weights is None:
-        return None, 0.0
-    total = sum(map(weights.__getitem__, _letter_runs(scan)))
-    tokens, known = total >> _COUNT_BITS, total & _COUNT_MASK
+    kinds = Counter(map(dictionary.__getitem__, _letter_runs(scan)))
+    known = kinds[KNOWN_WORD]
+    tokens = known + kinds[UNKNOWN_WORD]
     if not tokens:
         return None, 0.0
     coverage = known / tokens
@@ -206,8 +203,8 @@ def _coverage(scan: _Scan, weights: _CoverageWeights | None) -> tuple[float | No
     return coverage, penalty
 
 
-def _language(text: str, language_id: LanguageIdentifier | None) -> tuple[str | None, float, str | None]:
-    """(language code or None, confidence, error type name or None)."""
+def _language(text: str, language_id: LanguageIdentifier | None) -> tuple[str | None, float, Exception | None]:
+    """(language code or None, confidence, the identifier's error or None)."""
     stripped = text.strip()
     if language_id is None or len(stripped) < MIN_LANGUAGE_TEXT:
         return None, 1.0, None
@@ -218,9 +215,8 @@ def _language(text: str, language_id: LanguageIdentifier | None) -> tuple[str | 
     try:
         code, confidence = language_id.predict(stripped.replace("\r", " ").replace("\n", " "))
         return str(code), max(0.0, min(1.0, float(confidence))), None
-    except Exception as exc:  # SPEC: any language-ID failure counts as confidence 1.0
-        _log.debug("language identification failed (%s): counted as confidence 1.0", exc)
-        return None, 1.0, type(exc).__name__
+    except Exception as exc:  # any language-ID failure counts as confidence 1.0 (see module doc)
+        return None, 1.0, exc
 
 
 def _unknown_components() -> dict[str, Any]:
@@ -262,29 +258,38 @@ class ChunkScorer:
     document): the scores are the same as :func:`score_chunk`'s.
     """
 
-    __slots__ = ("language_id", "weights")
+    __slots__ = ("dictionary", "language_failures", "language_id")
 
     def __init__(
         self, word_list: Container[str] | None = None, language_id: LanguageIdentifier | None = None
     ) -> None:
-        self.weights = None if word_list is None else _CoverageWeights(word_list)
+        self.dictionary = None if word_list is None else _Dictionary(word_list)
         self.language_id = language_id
+        self.language_failures = 0
 
     def score(self, text: str, sources: Sequence[tuple[float, int]]) -> tuple[float, dict[str, Any]]:
         """``(score, components)`` of one chunk, as :func:`score_chunk` documents."""
         if not sources:
             return UNKNOWN_SOURCES_SCORE, _unknown_components()
-        return _scored(text, _weighted_confidence(sources), self.weights, self.language_id)
+        score, components, error = _scored(text, _weighted_confidence(sources), self.dictionary,
+                                           self.language_id)
+        if error is not None:
+            self.language_failures += 1
+            if self.language_failures == 1:
+                _log.warning("language identification failed (%s: %s): counted as confidence 1.0 "
+                             "(chunk metadata quality.language_error)", type(error).__name__, error)
+        return score, components
 
 
 def _scored(
-    text: str, confidence: float, weights: _CoverageWeights | None, language_id: LanguageIdentifier | None
-) -> tuple[float, dict[str, Any]]:
+    text: str, confidence: float, dictionary: _Dictionary | None, language_id: LanguageIdentifier | None
+) -> tuple[float, dict[str, Any], Exception | None]:
+    """``(score, components, the language identifier's error or None)``."""
     scan = _Scan(text)
     noise_ratio = _noise(scan) / len(text) if text else 0.0
     noise_penalty = min(2.0 * noise_ratio, NOISE_PENALTY_CAP)
     # An absent resource's components are constants: skip the calls that would compute them.
-    coverage, coverage_penalty = (None, 0.0) if weights is None else _coverage(scan, weights)
+    coverage, coverage_penalty = (None, 0.0) if dictionary is None else _coverage(scan, dictionary)
     if language_id is None:
         language, language_confidence, language_error, language_penalty = None, 1.0, None, 0.0
     else:
@@ -294,7 +299,7 @@ def _scored(
     penalty_total = min(noise_penalty + coverage_penalty + language_penalty, PENALTY_CAP)
     bonus = SENTENCE_END_BONUS if text.rstrip().endswith(_SENTENCE_ENDS) else 0.0
     score = _rounded(max(0.0, min(1.0, confidence - penalty_total + bonus)))
-    return score, {
+    components = {
         "confidence": _rounded(confidence),
         "noise_ratio": _rounded(noise_ratio),
         "noise_penalty": _rounded(noise_penalty),
@@ -303,19 +308,19 @@ def _scored(
         "language": language,
         "language_confidence": _rounded(language_confidence),
         "language_penalty": _rounded(language_penalty),
-        "language_error": language_error,
+        "language_error": None if language_error is None else type(language_error).__name__,
         "penalty_total": _rounded(penalty_total),
         "sentence_end_bonus": bonus,
         "score": score,
         "unknown_sources": False,
     }
+    return score, components, language_error
 
 
 def _rounded(value: float) -> float:
     """``round(value, _DIGITS)``, skipping the call for an integral value (its own rounding).
 
     Most components are 0.0 or 1.0 (an absent penalty, no language check), and ``round`` with
-    digits converts through decimal (~0.5 us; its eight or nine calls per chunk were ~3% of the
-    engine's time without resources). Same value, sign of zero included.
+    digits is slow (it converts through decimal). Same value, sign of zero included.
     """
     return value if value.is_integer() else round(value, _DIGITS)

@@ -13,7 +13,7 @@ from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from longparser.tokens import TokenCounter, estimate_tokens
+from longparser.tokens import ESTIMATE, TokenCounter
 
 
 class LanguageIdentifier(Protocol):
@@ -51,7 +51,7 @@ class Resources:
     language_id: LanguageIdentifier | None = None
     encoder: Encoder | None = None
     encoder_error: str | None = None
-    token_counter: TokenCounter = field(default=estimate_tokens)
+    token_counter: TokenCounter = field(default=ESTIMATE)
 
     def availability(self) -> dict[str, bool]:
         """Which resources are present, for the result's stats."""

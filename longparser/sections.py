@@ -1,4 +1,4 @@
-"""Stage 3: sections, and the split of each section into prose runs, tables and lists.
+"""Stage 3: sections, each cut into its segments: prose runs, tables and lists.
 
 A section is a run of consecutive kept blocks with the same ``hierarchy_path`` (used exactly
 as supplied; two separate runs with the same path are two sections). Headings belong to the
@@ -30,18 +30,10 @@ from longparser.prepare import Rec
 
 
 @dataclass(slots=True)
-class Section:
-    """Consecutive records sharing one hierarchy path."""
-
-    index: int
-    path: tuple[str, ...]
-    records: list[Rec] = field(default_factory=list)
-
-
-@dataclass(slots=True)
 class ProseSeg:
+    """A run of blocks that are packed (paragraphs, headings, equations, figures, ...)."""
+
     records: list[Rec]
-    offset: int  # index of records[0] among the section's packable blocks (semantic indices)
 
 
 @dataclass(slots=True)
@@ -60,8 +52,22 @@ class ListSeg:
 Segment = ProseSeg | TableSeg | ListSeg
 
 
+@dataclass(slots=True)
+class Section:
+    """Consecutive records sharing one hierarchy path, and the segments they form."""
+
+    index: int
+    path: tuple[str, ...]
+    records: list[Rec] = field(default_factory=list)
+    segments: list[Segment] = field(default_factory=list)
+
+    def packable(self) -> list[Rec]:
+        """The records that reach packing, in order (the input of semantic boundaries)."""
+        return [rec for seg in self.segments if isinstance(seg, ProseSeg) for rec in seg.records]
+
+
 def group_sections(records: list[Rec]) -> list[Section]:
-    """Cut records into sections of consecutive equal paths."""
+    """Cut records into sections of consecutive equal paths, each with its segments."""
     sections: list[Section] = []
     current: Section | None = None
     for rec in records:
@@ -69,6 +75,8 @@ def group_sections(records: list[Rec]) -> list[Section]:
             current = Section(len(sections), rec.path)
             sections.append(current)
         current.records.append(rec)
+    for section in sections:
+        section.segments = segment(section.records)
     return sections
 
 
@@ -94,20 +102,17 @@ def attach_captions(records: list[Rec]) -> dict[int, tuple[Rec, bool]]:
     return attached
 
 
-def segment(section: Section) -> list[Segment]:
-    """Split a section into prose runs, tables (with captions) and lists (with lead-ins)."""
-    records = section.records
+def segment(records: list[Rec]) -> list[Segment]:
+    """Split a section's records into prose runs, tables (with captions) and lists (with lead-ins)."""
     captions = attach_captions(records)
     caption_pos = {cap.pos for cap, _ in captions.values()}
     segments: list[Segment] = []
     prose: list[Rec] = []
-    packable = 0  # count of packable blocks before ``prose`` started
 
     def flush() -> None:
-        nonlocal prose, packable
+        nonlocal prose
         if prose:
-            segments.append(ProseSeg(prose, packable))
-            packable += len(prose)
+            segments.append(ProseSeg(prose))
             prose = []
 
     i, n = 0, len(records)
@@ -131,8 +136,3 @@ def segment(section: Section) -> list[Segment]:
         i += 1
     flush()
     return segments
-
-
-def packable_texts(segments: list[Segment]) -> list[str]:
-    """Texts of the section's blocks that reach packing (semantic boundary input)."""
-    return [rec.text for seg in segments if isinstance(seg, ProseSeg) for rec in seg.records]

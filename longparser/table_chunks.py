@@ -1,4 +1,4 @@
-"""Stage 4, part 2: table blocks to drafts - schema chunk, row batches, bands, captions.
+"""Stage 4, part 2: table blocks to drafts: schema chunk, row batches, bands, captions.
 
 Formats (``table_chunk_format``):
 
@@ -40,16 +40,15 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import Any
 
-from longparser.build import Draft
+from longparser.build import LINE_SEPARATOR, Draft, Part
 from longparser.prepare import Rec
-from longparser.sections import TableSeg
+from longparser.sections import Section, TableSeg
 from longparser.tables import Grid, column_profiles
-from longparser.tokens import TokenCounter, estimate_tokens, line_word_counts, tokens_for_words, word_count
+from longparser.tokens import TokenCounter
 from schemas import ChunkingConfig
 
 BAND_WIDTH = 12
 SAMPLE_ROWS = 5
-LINE_SEPARATOR = "\n"
 
 
 def column_bands(n_cols: int, threshold: int) -> list[tuple[list[int], list[int] | None]]:
@@ -63,27 +62,19 @@ def column_bands(n_cols: int, threshold: int) -> list[tuple[list[int], list[int]
     return bands
 
 
-def render_rows(grid: Grid, cols: list[int], fmt: str, first_row: int, rows: list[list[str]]) -> list[str]:
-    """Render data rows (numbered from ``first_row``) over the columns ``cols``."""
+def render_rows(grid: Grid, cols: list[int], fmt: str, rows: list[list[str]]) -> list[str]:
+    """Render data rows (numbered from 1) over the columns ``cols``."""
     pick = itemgetter(*cols) if len(cols) > 1 else (lambda row: (row[cols[0]],))
     if fmt == "pipe":
         return [" | ".join(pick(row)) for row in rows]
-    # One str.format per row (C) instead of a join over key=value pieces; braces in column
-    # names are escaped, so the template has exactly one field per column after the number.
+    # One str.format per row instead of a join over key=value pieces; braces in column names
+    # are escaped, so the template has exactly one field per column after the number.
     template = "Row {}: " + "; ".join(_escape_braces(grid.columns[c]) + "={}" for c in cols)
-    return [template.format(number, *pick(row)) for number, row in enumerate(rows, start=first_row)]
+    return [template.format(number, *pick(row)) for number, row in enumerate(rows, start=1)]
 
 
 def _escape_braces(text: str) -> str:
     return text.replace("{", "{{").replace("}", "}}")
-
-
-def _line_counts(lines: list[str], counter: TokenCounter) -> tuple[list[int], list[int]]:
-    """Whitespace words and token counts of each line (the default estimate needs one split)."""
-    words = line_word_counts(lines)
-    if counter is estimate_tokens:
-        return words, [tokens_for_words(n) for n in words]
-    return words, [counter(line) for line in lines]
 
 
 def _batches(line_tokens: list[int], head_tokens: int, config: ChunkingConfig) -> list[int]:
@@ -101,67 +92,62 @@ def _batches(line_tokens: list[int], head_tokens: int, config: ChunkingConfig) -
     return starts
 
 
-def _row_drafts(rec: Rec, grid: Grid, seg_ctx: tuple[int, tuple[str, ...]], config: ChunkingConfig,
+def _meta(rec: Rec, fmt: str, rows: tuple[int, int] | None = None, band: list[int] | None = None) -> dict[str, Any]:
+    return {"table_block_id": rec.block_id, "row_start": rows[0] if rows else None,
+            "row_end": rows[1] if rows else None, "col_band": band, "table_format": fmt}
+
+
+def _row_drafts(rec: Rec, grid: Grid, section: Section, config: ChunkingConfig,
                 counter: TokenCounter) -> list[Draft]:
     fmt = config.table_chunk_format
     drafts: list[Draft] = []
     for cols, band in column_bands(len(grid.columns), config.wide_table_col_threshold):
-        lines = render_rows(grid, cols, fmt, 1, grid.rows)
+        lines = render_rows(grid, cols, fmt, grid.rows)
         head = " | ".join([grid.columns[c] for c in cols]) if fmt == "pipe" else ""
-        words, tokens = _line_counts(lines, counter)
-        starts = _batches(tokens, counter(head) if head else 0, config)
-        head_words = word_count(head)
+        starts = _batches(counter.count_many(lines), counter.count(head) if head else 0, config)
         for k, start in enumerate(starts):
             stop = starts[k + 1] if k + 1 < len(starts) else len(lines)
-            body_lines = [head, *lines[start:stop]] if head else lines[start:stop]
-            meta = {"table_block_id": rec.block_id, "row_start": start + 1, "row_end": stop,
-                    "col_band": band, "table_format": fmt}
-            drafts.append(Draft([rec], LINE_SEPARATOR.join(body_lines), "table", *seg_ctx, meta,
-                                body_words=head_words + sum(words[start:stop])))
+            body = [head, *lines[start:stop]] if head else lines[start:stop]
+            parts = [Part(rec, line, LINE_SEPARATOR) for line in body]
+            drafts.append(Draft(parts, "table", section, _meta(rec, fmt, (start + 1, stop), band)))
     return drafts
 
 
-def _schema_draft(rec: Rec, grid: Grid, seg_ctx: tuple[int, tuple[str, ...]], fmt: str) -> Draft:
+def _schema_draft(rec: Rec, grid: Grid, section: Section, fmt: str) -> Draft:
     profiles = column_profiles(grid)
     described = "; ".join(f"{p['name']} ({p['type']}, {round(p['null_rate'] * 100)}% null)" for p in profiles)
     cols = list(range(len(grid.columns)))
-    samples = render_rows(grid, cols, fmt, 1, grid.rows[:SAMPLE_ROWS])
+    samples = render_rows(grid, cols, fmt, grid.rows[:SAMPLE_ROWS])
     if fmt == "pipe":
         samples.insert(0, " | ".join(grid.columns))
     text = (f"Table schema: {len(grid.rows)} data rows, {len(grid.columns)} columns.\n"
             f"Columns: {described}\nSample rows:\n" + LINE_SEPARATOR.join(samples))
     meta: dict[str, Any] = {"table_block_id": rec.block_id, "n_rows": len(grid.rows),
                             "n_cols": len(grid.columns), "columns": profiles, "table_format": fmt}
-    return Draft([rec], text, "table_schema", *seg_ctx, meta)
+    return Draft([Part(rec, text)], "table_schema", section, meta)
 
 
 def _with_caption(draft: Draft, seg: TableSeg) -> None:
-    """Attach the caption to the table's first draft (caption text first, ids in reading order)."""
+    """Attach the caption to the table's first draft: its text first, on its own line."""
     cap = seg.caption
     if cap is None:
         return
-    draft.blocks = [cap, *draft.blocks] if seg.caption_before else [*draft.blocks, cap]
-    draft.prepend(cap.text, LINE_SEPARATOR, cap.words)
+    first = draft.parts[0]
+    draft.parts[:1] = [Part(cap, cap.text), first._replace(sep=LINE_SEPARATOR)]
     draft.meta["caption_block_id"] = cap.block_id
 
 
-def table_drafts(seg: TableSeg, section: int, path: tuple[str, ...], config: ChunkingConfig,
-                 counter: TokenCounter) -> list[Draft]:
+def table_drafts(seg: TableSeg, section: Section, config: ChunkingConfig, counter: TokenCounter) -> list[Draft]:
     """All drafts of one table block, in emission order."""
-    rec, ctx = seg.table, (section, path)
-    grid = rec.grid
+    rec, grid = seg.table, seg.table.grid
+    fmt = config.table_chunk_format
     if grid is None:
-        meta = {"table_block_id": rec.block_id, "row_start": None, "row_end": None,
-                "col_band": None, "table_format": "text"}
-        drafts = [Draft([rec], rec.text, "table", *ctx, meta)]
+        drafts = [Draft([Part(rec, rec.text)], "table", section, _meta(rec, "text"))]
     else:
-        drafts = [_schema_draft(rec, grid, ctx, config.table_chunk_format)] \
-            if config.generate_schema_chunks else []
+        drafts = [_schema_draft(rec, grid, section, fmt)] if config.generate_schema_chunks else []
         if grid.rows:
-            drafts.extend(_row_drafts(rec, grid, ctx, config, counter))
+            drafts.extend(_row_drafts(rec, grid, section, config, counter))
         else:
-            meta = {"table_block_id": rec.block_id, "row_start": None, "row_end": None,
-                    "col_band": None, "table_format": config.table_chunk_format}
-            drafts.append(Draft([rec], " | ".join(grid.columns), "table", *ctx, meta))
+            drafts.append(Draft([Part(rec, " | ".join(grid.columns))], "table", section, _meta(rec, fmt)))
     _with_caption(drafts[0], seg)
     return drafts

@@ -1,4 +1,4 @@
-"""Stage 4, part 1: structured table grids, column names and column types (SPEC 3.4).
+"""Stage 4, part 1: structured table grids, column names and column types.
 
 Decisions where SPEC is silent:
 
@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain, repeat
-from operator import attrgetter, itemgetter
-from typing import Any, NamedTuple, TypedDict
+from operator import itemgetter
+from typing import TypedDict
+
+from schemas.blocks import TableCell
 
 # One value; cell texts are cleaned (no newlines), so a column can be checked in ONE regex
 # call over its values joined by "\n" (see _all_match) instead of one call per value.
@@ -55,92 +56,33 @@ class Grid:
     rows: list[list[str]]  # data rows only, in order
 
 
-_FIELD_NAMES = ("row_index", "col_index", "row_span", "col_span", "text", "column_header")
+_CELL_FIELDS = itemgetter("row_index", "col_index", "row_span", "col_span", "text", "column_header")
 
 
-class _CellGetters(NamedTuple):
-    """C-level readers of the cell fields: attributes of TableCell dataclasses (Block models)
-    or items of validated cell dicts (dict input, see longparser.intake)."""
-
-    all: Callable[[Any], tuple[Any, ...]]
-    row: Callable[[Any], int]
-    col: Callable[[Any], int]
-    row_span: Callable[[Any], int]
-    col_span: Callable[[Any], int]
-    text: Callable[[Any], str | None]
-    header: Callable[[Any], bool]
+def _clean(text: str | None) -> str:
+    """Stripped; a cell holding a line break, tab or other non-printable character has every
+    whitespace run collapsed to one space (a cell must not break its row's line)."""
+    if not text:
+        return ""  # a null cell text reads as empty
+    text = text.strip()
+    return text if text.isprintable() else " ".join(text.split())
 
 
-_ATTRIBUTES = _CellGetters(attrgetter(*_FIELD_NAMES), *map(attrgetter, _FIELD_NAMES))
-_ITEMS = _CellGetters(itemgetter(*_FIELD_NAMES), *map(itemgetter, _FIELD_NAMES))
-
-
-def _clean_all(texts: list[str | None]) -> list[str]:
-    """Strip every text; collapse internal whitespace where a text has newlines/tabs (per cell,
-    exactly as :func:`_fill` does: a cell's cleaning never depends on the other cells)."""
-    try:
-        cleaned = list(map(str.strip, texts))
-    except TypeError:  # a dict cell's text may be None: Block reads it as ""
-        cleaned = [text.strip() if text else "" for text in texts]
-    if "".join(cleaned).isprintable():  # all(map(str.isprintable, ...)) in one C call, not one per cell
-        return cleaned
-    return [text if text.isprintable() else " ".join(text.split()) for text in cleaned]
-
-
-def _dense(cells: Sequence[Any], get: _CellGetters) -> tuple[list[list[str]], set[int]] | None:
-    """Fast path for the usual extractor output: every position once, row-major, no spans.
-
-    Every step is a C-level pass (``map`` with a getter), several times cheaper per cell than
-    the general loop of :func:`_fill`; returns None when the table does not have that shape.
-    The grid size is read from the last cell: when the shape checks pass it is the last
-    position, so no separate pass for the largest row and column index is needed.
-    """
-    n_rows, n_cols = get.row(cells[-1]) + 1, get.col(cells[-1]) + 1
-    if len(cells) != n_rows * n_cols:
-        return None
-    if max(map(get.row_span, cells)) > 1 or max(map(get.col_span, cells)) > 1:
-        return None
-    if list(map(get.col, cells)) != list(range(n_cols)) * n_rows:
-        return None
-    row_index = list(map(get.row, cells))
-    if row_index != list(chain.from_iterable(map(repeat, range(n_rows), repeat(n_cols)))):
-        return None
-    texts = _clean_all(list(map(get.text, cells)))
-    grid = [texts[i : i + n_cols] for i in range(0, len(texts), n_cols)]
-    header_rows: set[int] = set()
-    if any(map(get.header, cells)):
-        header_rows = {r for r, flag in zip(row_index, map(get.header, cells), strict=True) if flag}
-    return grid, header_rows
-
-
-def _fill(grid: list[list[str]], cells: Sequence[Any], get: _CellGetters,
-          row_ids: list[int], col_ids: list[int]) -> set[int]:
+def _fill(grid: list[list[str]], cells: Sequence[TableCell], row_ids: list[int], col_ids: list[int]) -> set[int]:
     """Write cell texts into the grid; return the header row positions.
 
     ``row_ids``/``col_ids``: the sorted row and column indices at which some cell starts; grid
     position ``i`` is row ``row_ids[i]``. A span covers the positions whose index falls in its
-    range, so it is clipped to the grid. Hot loop (one iteration per cell): fields are fetched
-    with one getter call and the cleaning is inlined.
+    range, so it is clipped to the grid. Where cells overlap, the first cell wins.
     """
     row_at = {r: i for i, r in enumerate(row_ids)}
     col_at = {c: j for j, c in enumerate(col_ids)}
     header_rows: set[int] = set()
-    for r0, c0, rs, cs, text, is_header in map(get.all, cells):
-        if text:
-            text = text.strip()
-            if not text.isprintable():  # one C-level scan; true for the usual one-line cell
-                text = " ".join(text.split())
-        else:
-            text = ""  # also a dict cell's None text (Block reads it as "")
+    for r0, c0, rs, cs, text, is_header in map(_CELL_FIELDS, cells):
+        text = _clean(text)
         i, j = row_at[r0], col_at[c0]
-        if rs == 1 and cs == 1:  # fast path: no span, nothing to clip
-            if is_header:
-                header_rows.add(i)
-            row = grid[i]
-            if not row[j]:
-                row[j] = text
-            continue
-        i1, j1 = bisect_left(row_ids, r0 + rs), bisect_left(col_ids, c0 + cs)
+        i1 = bisect_left(row_ids, r0 + rs) if rs > 1 else i + 1
+        j1 = bisect_left(col_ids, c0 + cs) if cs > 1 else j + 1
         if is_header:
             header_rows.update(range(i, i1))
         for r in range(i, i1):
@@ -151,21 +93,16 @@ def _fill(grid: list[list[str]], cells: Sequence[Any], get: _CellGetters,
     return header_rows
 
 
-def build_grid(cells: Sequence[Any]) -> Grid:
-    """Grid of a structured table from its cells (non-empty): TableCell dataclasses or
-    validated cell dicts (see longparser.intake)."""
-    get = _ITEMS if type(cells[0]) is dict else _ATTRIBUTES
-    dense = _dense(cells, get)
-    if dense is not None:
-        grid, flagged = dense
-        col_ids: Sequence[int] = range(len(grid[0]))
-    else:
-        # Only the rows and columns where some cell starts: a cell at row 10**9 costs one row,
-        # not a billion (the grid's size is bounded by the number of cells).
-        row_ids, col_ids = sorted(set(map(get.row, cells))), sorted(set(map(get.col, cells)))
-        grid = [[""] * len(col_ids) for _ in row_ids]
-        flagged = _fill(grid, cells, get, row_ids, col_ids)
-    header_rows = sorted(flagged or {0})
+def build_grid(cells: Sequence[TableCell]) -> Grid:
+    """Grid of a structured table from its (non-empty) cells.
+
+    Only the rows and columns where some cell starts exist: a cell at row 10**9 costs one row,
+    not a billion (the grid's size is bounded by the number of cells).
+    """
+    row_ids = sorted(set(map(itemgetter("row_index"), cells)))
+    col_ids = sorted(set(map(itemgetter("col_index"), cells)))
+    grid = [[""] * len(col_ids) for _ in row_ids]
+    header_rows = sorted(_fill(grid, cells, row_ids, col_ids) or {0})
     columns = []
     for c, index in enumerate(col_ids):
         parts: list[str] = []

@@ -3,24 +3,21 @@
 Upload services forward their blocks unchanged, so unknown fields are ignored rather than
 rejected, and table cells accept both LongParser's field names (``row_index`` ...) and the
 short aliases its own inputs sometimes use (``r0``, ``c0``, ``rspan``, ``cspan``).
-Blocks are frozen: the engine re-tags copies (``model_copy(update=...)``), never the caller's
-objects.
+Blocks are frozen, and the engine never modifies the caller's objects.
 
-Only :class:`Block` is a ``BaseModel``; the parts nested in it (bbox, provenance, confidence,
-table and its cells) are frozen, slotted pydantic dataclasses: the same validation, errors,
-attribute access and dumps, but ~1.2x cheaper to validate (a table of 50 rows x 10 columns is
-500 cell objects; the 10k benchmark stream holds 50k of them), and a slot read is cheaper than
-a model's attribute lookup.
+:class:`Block` is the one definition of the contract. The parts nested in it (provenance,
+bbox, confidence, table and its cells) are typed dicts, validated with their defaults filled
+in: a table holds one cell per position, so cells must be cheap to validate and to read, and
+the engine then reads the same shape whether the caller passed models or plain dicts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from operator import attrgetter
-from typing import Annotated, Any, Literal
+from operator import itemgetter
+from typing import Annotated, Any, Literal, Required
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic.dataclasses import dataclass
+from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from typing_extensions import TypedDict
 
 BlockType = Literal[
     "heading",
@@ -40,11 +37,9 @@ BlockType = Literal[
 # chunk ids, the result store and every UTF-8 output downstream. The empty pattern makes
 # pydantic-core read the string as UTF-8 (its Rust regex needs that), in native code and
 # nearly free, and a lone surrogate fails there as ``string_unicode``; the message a caller
-# sees is reworded by schemas.inputs. tests/unit/test_block_dicts.py pins the behaviour.
+# sees is reworded by schemas.inputs.
 UnicodeText = Annotated[str, Field(pattern="")]
 
-# Field types shared with the dict mirror (schemas.block_dicts): constraints and aliases are
-# written once; only the defaults are spelled in each schema.
 BlockId = Annotated[UnicodeText, Field(min_length=1)]
 PageNumber = Annotated[int, Field(ge=0)]
 Count = Annotated[int, Field(ge=0)]
@@ -55,52 +50,54 @@ RowSpan = Annotated[int, Field(ge=1, validation_alias=AliasChoices("row_span", "
 ColSpan = Annotated[int, Field(ge=1, validation_alias=AliasChoices("col_span", "cspan"))]
 
 _INPUT = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
-_NESTED = ConfigDict(extra="ignore", populate_by_name=True)  # frozen: set on each dataclass
-_nested = dataclass(frozen=True, slots=True, config=_NESTED)
+_PART = ConfigDict(extra="ignore", populate_by_name=True)
 
 
-@_nested
-class BBox:
+class BBox(TypedDict, total=False):
     """Bounding box in page coordinates (points)."""
 
-    x0: float = 0.0
-    y0: float = 0.0
-    x1: float = 0.0
-    y1: float = 0.0
+    __pydantic_config__ = _PART  # type: ignore[misc]
+
+    x0: Annotated[float, Field(default=0.0)]
+    y0: Annotated[float, Field(default=0.0)]
+    x1: Annotated[float, Field(default=0.0)]
+    y1: Annotated[float, Field(default=0.0)]
 
 
-@_nested
-class Provenance:
+class Provenance(TypedDict, total=False):
     """Where a block came from."""
 
-    source_file: str | None = None
-    page_number: PageNumber = 1
-    bbox: BBox | None = None
-    extractor: str | None = None
+    __pydantic_config__ = _PART  # type: ignore[misc]
+
+    source_file: Annotated[str | None, Field(default=None)]
+    page_number: Annotated[PageNumber, Field(default=1)]
+    bbox: Annotated[BBox | None, Field(default=None)]
+    extractor: Annotated[str | None, Field(default=None)]
 
 
-@_nested
-class Confidence:
+class Confidence(TypedDict, total=False):
     """Extractor confidence; only ``overall`` is used by the engine."""
 
-    overall: Fraction = 1.0
+    __pydantic_config__ = _PART  # type: ignore[misc]
+
+    overall: Annotated[Fraction, Field(default=1.0)]
 
 
-@_nested
-class TableCell:
-    """One cell of a structured table (0-based row/column, spans >= 1)."""
+class TableCell(TypedDict, total=False):
+    """One cell of a structured table (0-based row/column, spans >= 1).
 
-    row_index: RowIndex
-    col_index: ColIndex
-    row_span: RowSpan = 1
-    col_span: ColSpan = 1
-    text: UnicodeText = ""
-    column_header: bool = False
+    ``text`` may be null: it reads as empty (a per-cell validator to replace it would cost more
+    than the rest of a cell's validation).
+    """
 
-    @field_validator("text", mode="before")
-    @classmethod
-    def _none_text_is_empty(cls, value: Any) -> Any:
-        return "" if value is None else value
+    __pydantic_config__ = _PART  # type: ignore[misc]
+
+    row_index: Required[RowIndex]
+    col_index: Required[ColIndex]
+    row_span: Annotated[RowSpan, Field(default=1)]
+    col_span: Annotated[ColSpan, Field(default=1)]
+    text: Annotated[UnicodeText | None, Field(default="")]
+    column_header: Annotated[bool, Field(default=False)]
 
 
 # A table's grid has one row per distinct row index and one column per distinct column index
@@ -112,17 +109,14 @@ SPARSE_TABLE_FACTOR = 4
 _UNCHECKED_CELLS = 1_000  # 1,000 cells span at most 10**6 positions
 
 
-def check_table_density(
-    cells: Sequence[Any], row_of: Callable[[Any], int], col_of: Callable[[Any], int]
-) -> None:
-    """Raise ValueError for a table whose grid would be absurdly sparse (see above).
-
-    ``row_of``/``col_of`` read a cell's indices (attributes of TableCells, items of cell dicts).
-    """
+def _not_absurdly_sparse(table: Table) -> Table:
+    """Refuse a table whose grid would be absurdly sparse (see above)."""
+    cells = table["cells"]
     n_cells = len(cells)
     if n_cells <= _UNCHECKED_CELLS:
-        return
-    rows, cols = set(map(row_of, cells)), set(map(col_of, cells))
+        return table
+    rows = set(map(itemgetter("row_index"), cells))
+    cols = set(map(itemgetter("col_index"), cells))
     positions = len(rows) * len(cols)
     if positions > max(MAX_TABLE_POSITIONS, SPARSE_TABLE_FACTOR * n_cells):
         raise ValueError(
@@ -130,20 +124,28 @@ def check_table_density(
             f"({positions} grid positions, over {MAX_TABLE_POSITIONS} and over {SPARSE_TABLE_FACTOR}x "
             "the cells); send row and column indices of the table as extracted"
         )
+    return table
 
 
-@_nested
-class Table:
+class Table(TypedDict, total=False):
     """Structured table content; ``cells`` may be empty (the engine then uses the block text)."""
 
-    n_rows: Count = 0
-    n_cols: Count = 0
-    cells: list[TableCell] = Field(default_factory=list)
+    __pydantic_config__ = _PART  # type: ignore[misc]
 
-    @model_validator(mode="after")
-    def _not_absurdly_sparse(self) -> Table:
-        check_table_density(self.cells, attrgetter("row_index"), attrgetter("col_index"))
-        return self
+    n_rows: Annotated[Count, Field(default=0)]
+    n_cols: Annotated[Count, Field(default=0)]
+    cells: Annotated[list[TableCell], Field(default_factory=list)]
+
+
+CheckedTable = Annotated[Table, AfterValidator(_not_absurdly_sparse)]
+
+
+def _default_provenance() -> Provenance:
+    return {"source_file": None, "page_number": 1, "bbox": None, "extractor": None}
+
+
+def _default_confidence() -> Confidence:
+    return {"overall": 1.0}
 
 
 class Block(BaseModel):
@@ -158,10 +160,10 @@ class Block(BaseModel):
     heading_level: int | None = None
     indent_level: int = 0
     hierarchy_path: list[UnicodeText] = Field(default_factory=list)
-    provenance: Provenance = Field(default_factory=Provenance)
-    confidence: Confidence = Field(default_factory=Confidence)
+    provenance: Provenance = Field(default_factory=_default_provenance)
+    confidence: Confidence = Field(default_factory=_default_confidence)
     flags: Any = None
-    table: Table | None = None
+    table: CheckedTable | None = None
 
     @field_validator("text", mode="before")
     @classmethod
@@ -178,8 +180,3 @@ class Block(BaseModel):
     def _none_is_default(cls, value: Any) -> Any:
         # LongParser dumps ``null`` for a missing provenance/confidence.
         return {} if value is None else value
-
-    @property
-    def page_number(self) -> int:
-        """Shortcut for ``provenance.page_number``."""
-        return self.provenance.page_number
