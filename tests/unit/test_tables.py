@@ -4,6 +4,10 @@ A grid holds only the rows and columns where some cell starts, so its size is bo
 number of cells whatever indices a payload sends (two cells at row and column 10**9 once
 made the engine allocate gigabytes), and the common gap-free table is unchanged; a table so
 sparse that even that grid would be huge (cells on a diagonal) is refused at validation.
+
+Table chunks (plan cases B09-B11): row batches, schema chunks, pipe format, fallback text, wide
+tables cut into column bands, captions. Token arithmetic (DEC-04): ``n`` words ->
+``int(n * 1.33)`` tokens.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pydantic import ValidationError
 from longparser import chunk_blocks
 from longparser.tables import build_grid
 from schemas import Block, TableCell
+from tests.unit.engine_helpers import PEOPLE, PEOPLE_RECORDS, run_engine, table_dict, view
 
 
 def _cell(row: int, col: int, text: str, **extra: object) -> TableCell:
@@ -81,3 +86,211 @@ def test_large_dense_and_moderately_sparse_tables_are_accepted() -> None:
     half_empty = [cell for cell in dense if (cell["r0"] + cell["c0"]) % 2]  # type: ignore[operator]
     for cells in (dense, half_empty):
         assert len(chunk_blocks([_table_block(cells)]).chunks) > 1
+
+
+# --- B09 structured row batches -------------------------------------------------------------------
+
+
+@pytest.mark.case("B09")
+def test_B09_row_batches_record_format(make_block):
+    blocks = [make_block("", "table", page=4, table=table_dict(PEOPLE))]
+    result = run_engine(blocks, table_rows_per_chunk=2, generate_schema_chunks=False)
+    assert view(result) == [
+        ("table", "\n".join(PEOPLE_RECORDS[0:2]), ["b1"], [4]),
+        ("table", "\n".join(PEOPLE_RECORDS[2:4]), ["b1"], [4]),
+        ("table", PEOPLE_RECORDS[4], ["b1"], [4]),
+    ]
+    keys = ("table_block_id", "row_start", "row_end", "col_band", "table_format")
+    metas = [tuple(c.metadata[k] for k in keys) for c in result.chunks]
+    assert metas == [
+        ("b1", 1, 2, None, "row_record"), ("b1", 3, 4, None, "row_record"), ("b1", 5, 5, None, "row_record"),
+    ]
+
+
+@pytest.mark.case("B09")
+def test_B09_row_batches_limited_by_token_budget(make_block):
+    # records have 5 words (6 tokens): two rows (12) exceed 11
+    blocks = [make_block("", "table", table=table_dict(PEOPLE))]
+    result = run_engine(blocks, max_tokens=11, generate_schema_chunks=False)
+    assert [c.text for c in result.chunks] == PEOPLE_RECORDS
+    assert [(c.metadata["row_start"], c.metadata["row_end"]) for c in result.chunks] == [
+        (1, 1), (2, 2), (3, 3), (4, 4), (5, 5)]
+    fits_two = run_engine(blocks, max_tokens=12, generate_schema_chunks=False)
+    assert [(c.metadata["row_start"], c.metadata["row_end"]) for c in fits_two.chunks] == [
+        (1, 2), (3, 4), (5, 5)]
+
+
+@pytest.mark.case("B09")
+def test_B09_empty_cells_and_empty_columns_keep_their_headers(make_block):
+    rows = [["Name", "Notes"], ["Ada", ""], ["Alan", ""]]
+    result = run_engine([make_block("", "table", table=table_dict(rows))], generate_schema_chunks=False)
+    assert [c.text for c in result.chunks] == ["Row 1: Name=Ada; Notes=\nRow 2: Name=Alan; Notes="]
+
+
+@pytest.mark.case("B09")
+def test_B09_flagged_header_rows_spans_and_empty_names(make_block):
+    cells = [
+        {"r0": 0, "c0": 0, "text": "", "column_header": True},
+        {"r0": 0, "c0": 1, "cspan": 2, "text": "Score", "column_header": True},
+        {"r0": 1, "c0": 1, "text": "2023", "column_header": True},
+        {"r0": 1, "c0": 2, "text": "2024", "column_header": True},
+        {"r0": 2, "c0": 0, "rspan": 2, "text": "North"},
+        {"r0": 2, "c0": 1, "text": "1"}, {"r0": 2, "c0": 2, "text": "2"},
+        {"r0": 3, "c0": 1, "text": "3"}, {"r0": 3, "c0": 2, "text": " 4\n"},
+    ]
+    table = {"n_rows": 4, "n_cols": 3, "cells": cells}
+    result = run_engine([make_block("", "table", table=table)], generate_schema_chunks=False)
+    assert [c.text for c in result.chunks] == [
+        "Row 1: col_0=North; Score / 2023=1; Score / 2024=2\n"
+        "Row 2: col_0=North; Score / 2023=3; Score / 2024=4"
+    ]
+
+
+# --- B10 schema chunks and pipe format ------------------------------------------------------------
+
+
+_TYPED = [
+    ["Name", "Year", "Born", "Share"],
+    ["Ada", "1843", "1815-12-10", "12.5%"],
+    ["Alan", "1936", "23/06/1912", "$1,200"],
+    ["Grace", "", "1906-12-09", "-3"],
+    ["Edsger", "1968", "1930-05-11", "€4.5"],
+    ["Barbara", "1974", "1939-11-07", "0"],
+    ["Betty", "1946", "1924-01-01", "7"],
+]
+
+
+@pytest.mark.case("B10")
+def test_B10_schema_chunk_types_null_rates_and_samples(make_block):
+    result = run_engine([make_block("", "table", table=table_dict(_TYPED))])
+    schema = result.chunks[0]
+    assert schema.chunk_type == "table_schema"
+    assert schema.text == (
+        "Table schema: 6 data rows, 4 columns.\n"
+        "Columns: Name (string, 0% null); Year (number, 17% null); Born (date, 0% null); "
+        "Share (number, 0% null)\n"
+        "Sample rows:\n"
+        "Row 1: Name=Ada; Year=1843; Born=1815-12-10; Share=12.5%\n"
+        "Row 2: Name=Alan; Year=1936; Born=23/06/1912; Share=$1,200\n"
+        "Row 3: Name=Grace; Year=; Born=1906-12-09; Share=-3\n"
+        "Row 4: Name=Edsger; Year=1968; Born=1930-05-11; Share=€4.5\n"
+        "Row 5: Name=Barbara; Year=1974; Born=1939-11-07; Share=0"
+    )
+    assert schema.metadata["columns"] == [
+        {"name": "Name", "type": "string", "null_rate": 0.0},
+        {"name": "Year", "type": "number", "null_rate": 0.1667},
+        {"name": "Born", "type": "date", "null_rate": 0.0},
+        {"name": "Share", "type": "number", "null_rate": 0.0},
+    ]
+    assert (schema.metadata["n_rows"], schema.metadata["n_cols"], schema.block_ids) == (6, 4, ["b1"])
+    assert [c.chunk_type for c in result.chunks] == ["table_schema", "table"]
+
+
+@pytest.mark.case("B10")
+def test_B10_pipe_format_repeats_header_line_in_every_batch(make_block):
+    result = run_engine([make_block("", "table", table=table_dict(_TYPED))], table_chunk_format="pipe",
+                    table_rows_per_chunk=4, generate_schema_chunks=False)
+    header = "Name | Year | Born | Share"
+    assert [c.text for c in result.chunks] == [
+        "\n".join([header, "Ada | 1843 | 1815-12-10 | 12.5%", "Alan | 1936 | 23/06/1912 | $1,200",
+                   "Grace |  | 1906-12-09 | -3", "Edsger | 1968 | 1930-05-11 | €4.5"]),
+        "\n".join([header, "Barbara | 1974 | 1939-11-07 | 0", "Betty | 1946 | 1924-01-01 | 7"]),
+    ]
+    assert [(c.metadata["row_start"], c.metadata["row_end"], c.metadata["table_format"])
+            for c in result.chunks] == [(1, 4, "pipe"), (5, 6, "pipe")]
+
+
+@pytest.mark.case("B10")
+def test_B10_pipe_schema_samples_carry_header(make_block):
+    result = run_engine([make_block("", "table", table=table_dict([["K", "V"], ["a", "x"]]))],
+                    table_chunk_format="pipe")
+    assert result.chunks[0].text == (
+        "Table schema: 1 data rows, 2 columns.\nColumns: K (string, 0% null); V (string, 0% null)\n"
+        "Sample rows:\nK | V\na | x"
+    )
+
+
+# --- B11 table-only, fallback text, wide tables, captions -----------------------------------------
+
+
+@pytest.mark.case("B11")
+def test_B11_table_only_document(make_block):
+    result = run_engine([make_block("", "table", page=3, path=["Data"], table=table_dict(PEOPLE))])
+    assert [(c.chunk_type, c.page_numbers, c.section_path, c.block_ids) for c in result.chunks] == [
+        ("table_schema", [3], ["Data"], ["b1"]), ("table", [3], ["Data"], ["b1"])]
+    assert result.chunks[1].text == "\n".join(PEOPLE_RECORDS)
+    assert result.stats.chunks_by_type == {"table_schema": 1, "table": 1}
+
+
+@pytest.mark.case("B11")
+@pytest.mark.parametrize(
+    "table", [None, {"n_rows": 0, "n_cols": 0, "cells": []}], ids=["no-table", "no-cells"]
+)
+def test_B11_table_without_cells_falls_back_to_its_text(make_block, table):
+    text = "| a | b |\n| 1 | 2 |"
+    result = run_engine([make_block(text, "table", page=2, table=table)])
+    assert view(result) == [("table", text, ["b1"], [2])]
+    assert result.chunks[0].metadata["table_format"] == "text"
+
+
+@pytest.mark.case("B11")
+def test_B11_wide_table_cut_into_bands_repeating_key_column(make_block):
+    n_cols = 27
+    rows = [["Key"] + [f"h{c}" for c in range(1, n_cols)], ["k1"] + [f"v{c}" for c in range(1, n_cols)]]
+    result = run_engine([make_block("", "table", table=table_dict(rows))], generate_schema_chunks=False)
+    assert [c.metadata["col_band"] for c in result.chunks] == [[0, 11], [12, 22], [23, 26]]
+    assert result.chunks[0].text == "Row 1: Key=k1; " + "; ".join(f"h{c}=v{c}" for c in range(1, 12))
+    assert result.chunks[1].text == "Row 1: Key=k1; " + "; ".join(f"h{c}=v{c}" for c in range(12, 23))
+    assert result.chunks[2].text == "Row 1: Key=k1; h23=v23; h24=v24; h25=v25; h26=v26"
+
+
+@pytest.mark.case("B11")
+def test_B11_table_at_threshold_is_not_banded(make_block):
+    rows = [[f"h{c}" for c in range(25)], [f"v{c}" for c in range(25)]]
+    result = run_engine([make_block("", "table", table=table_dict(rows))], generate_schema_chunks=False)
+    assert [c.metadata["col_band"] for c in result.chunks] == [None]
+
+
+@pytest.mark.case("B11")
+def test_B11_caption_before_table_attached_to_first_chunk(make_block):
+    blocks = [make_block("Intro text."), make_block("Table 1: People", "caption"),
+              make_block("", "table", table=table_dict(PEOPLE))]
+    result = run_engine(blocks, table_rows_per_chunk=3)
+    assert [(c.chunk_type, c.block_ids) for c in result.chunks] == [
+        ("section", ["b1"]), ("table_schema", ["b2", "b3"]), ("table", ["b3"]), ("table", ["b3"])]
+    assert result.chunks[1].text.startswith("Table 1: People\nTable schema: 5 data rows, 3 columns.\n")
+    assert result.chunks[1].metadata["caption_block_id"] == "b2"
+    assert result.chunks[2].text == "\n".join(PEOPLE_RECORDS[:3])
+
+
+@pytest.mark.case("B11")
+def test_B11_caption_after_table_attached_without_schema(make_block):
+    blocks = [make_block("", "table", page=5, table=table_dict(PEOPLE)),
+              make_block("Table 2: People", "caption", page=5), make_block("After.", page=5)]
+    result = run_engine(blocks, generate_schema_chunks=False)
+    assert view(result) == [
+        ("table", "Table 2: People\n" + "\n".join(PEOPLE_RECORDS), ["b1", "b2"], [5]),
+        ("section", "After.", ["b3"], [5]),
+    ]
+
+
+@pytest.mark.case("B11")
+def test_B11_caption_on_another_page_not_attached(make_block):
+    blocks = [make_block("Table 3: People", "caption", page=1),
+              make_block("", "table", page=2, table=table_dict(PEOPLE))]
+    result = run_engine(blocks, generate_schema_chunks=False)
+    assert view(result) == [
+        ("section", "Table 3: People", ["b1"], [1]),
+        ("table", "\n".join(PEOPLE_RECORDS), ["b2"], [2]),
+    ]
+
+
+@pytest.mark.case("B11")
+def test_B11_caption_between_two_tables_goes_to_one_table_only(make_block):
+    blocks = [make_block("", "table", table=table_dict([["A"], ["1"]])), make_block("Cap", "caption"),
+              make_block("", "table", table=table_dict([["B"], ["2"]]))]
+    result = run_engine(blocks, generate_schema_chunks=False)
+    assert view(result) == [
+        ("table", "Cap\nRow 1: A=1", ["b1", "b2"], [1]),
+        ("table", "Row 1: B=2", ["b3"], [1]),
+    ]

@@ -1,0 +1,57 @@
+"""Lists (plan case B13, list part): a lead-in stays with its items; a long list is split at
+bullets with the lead-in repeated.
+
+Token arithmetic (DEC-04): ``n`` words -> ``int(n * 1.33)`` tokens, e.g. 10 -> 13, 20 -> 26, 40 -> 53.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.engine_helpers import run_engine, view, words
+
+
+@pytest.mark.case("B13")
+def test_B13_list_with_lead_in_is_one_chunk(make_block):
+    blocks = [make_block("Before."), make_block("You need:"), make_block("• eggs", "list_item"),
+              make_block("• flour", "list_item"), make_block("After.")]
+    result = run_engine(blocks)
+    assert view(result) == [
+        ("section", "Before.", ["b1"], [1]),
+        ("list", "You need:\n• eggs\n• flour", ["b2", "b3", "b4"], [1]),
+        ("section", "After.", ["b5"], [1]),
+    ]
+
+
+@pytest.mark.case("B13")
+def test_B13_long_list_split_at_bullets_with_lead_in_repeated(make_block):
+    lead = words(10, "lead")  # 13 tokens
+    items = [words(8, w) for w in ("i1", "i2", "i3")]  # 10 tokens each
+    blocks = [make_block(lead, page=1), make_block(items[0], "list_item", page=1),
+              make_block(items[1], "list_item", page=2), make_block(items[2], "list_item", page=2)]
+    result = run_engine(blocks, max_tokens=30)
+    assert view(result) == [
+        ("list", f"{lead}\n{items[0]}", ["b1", "b2"], [1]),
+        ("list", f"{lead}\n{items[1]}", ["b3"], [2]),
+        ("list", f"{lead}\n{items[2]}", ["b4"], [2]),
+    ]
+    assert "lead_in_repeated" not in result.chunks[0].metadata
+    for chunk in result.chunks[1:]:
+        assert chunk.metadata["lead_in_repeated"] is True
+        assert chunk.metadata["lead_in_block_id"] == "b1"
+
+
+@pytest.mark.case("B13")
+def test_B13_list_pieces_rejoined_by_merge_do_not_repeat_lead_in(make_block):
+    lead, big, small = "Steps:", words(44, "big"), "last step"  # 1 + 58 + 2 tokens > 60
+    blocks = [make_block(lead), make_block(big, "list_item"), make_block(small, "list_item")]
+    result = run_engine(blocks, max_tokens=60, min_tokens=10)
+    assert view(result) == [("list", f"{lead}\n{big}\n\n{small}", ["b1", "b2", "b3"], [1])]
+    assert "lead_in_repeated" not in result.chunks[0].metadata
+
+
+@pytest.mark.case("B13")
+def test_B13_list_without_lead_in(make_block):
+    blocks = [make_block("Heading", "heading"), make_block("a", "list_item"), make_block("b", "list_item")]
+    assert view(run_engine(blocks)) == [
+        ("section", "Heading", ["b1"], [1]), ("list", "a\nb", ["b2", "b3"], [1])]

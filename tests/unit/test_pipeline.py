@@ -1,0 +1,159 @@
+"""The whole call (plan cases B01, B02): empty input, provenance, inputs never mutated,
+determinism and chunk ids, stats, reading order.
+
+Token arithmetic (DEC-04): ``n`` words -> ``int(n * 1.33)`` tokens, e.g. 10 -> 13, 20 -> 26, 40 -> 53.
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+import re
+
+import pytest
+
+import longparser.prepare as prepare_module
+from longparser import chunk_blocks, chunk_request
+from longparser.ids import chunk_id
+from schemas import Block, ChunkRequest
+from tests.unit.engine_helpers import PEOPLE, run_engine, table_dict, view, words
+
+# --- B01 empty input ------------------------------------------------------------------------------
+
+
+@pytest.mark.case("B01")
+def test_B01_empty_input_gives_no_chunks_and_zero_stats():
+    result = chunk_blocks([])
+    assert result.chunks == []
+    assert result.document_id is None
+    assert result.stats.blocks_in == 0
+    assert result.stats.chunks_out == 0
+    assert result.stats.blocks_excluded == {}
+    assert result.stats.chunks_by_type == {}
+    assert set(result.stats.timings_ms) >= {"prepare", "structure", "semantic", "quality", "total"}
+
+
+@pytest.mark.case("B01")
+def test_B01_only_excluded_blocks_gives_no_chunks_but_counts(make_block):
+    blocks = [make_block("", "paragraph"), make_block("Page 1", "footer"), make_block("-----")]
+    result = run_engine(blocks)
+    assert result.chunks == []
+    assert result.stats.blocks_in == 3
+    assert result.stats.blocks_excluded == {"blank": 1, "footer": 1, "separator": 1}
+
+
+# --- B02 normal input -----------------------------------------------------------------------------
+
+
+@pytest.mark.case("B02")
+def test_B02_normal_section_is_one_chunk_with_provenance(make_block):
+    texts = ["Intro heading", words(10), words(12, "beta")]
+    blocks = [
+        make_block(texts[0], "heading", heading_level=1, path=["Intro"]),
+        make_block(texts[1], page=1, path=["Intro"]),
+        make_block(texts[2], page=2, path=["Intro"]),
+    ]
+    result = run_engine(blocks)
+    assert view(result) == [("section", "\n\n".join(texts), ["b1", "b2", "b3"], [1, 2])]
+    chunk = result.chunks[0]
+    assert chunk.section_path == ["Intro"]
+    assert chunk.token_count == int(24 * 1.33)
+    assert chunk.overlap_with_previous is False and chunk.equation_detected is False
+    assert re.fullmatch(r"[0-9a-f]{32}", chunk.chunk_id)
+    assert 0.0 <= chunk.quality_score <= 1.0 and "quality" in chunk.metadata
+    assert result.document_id == "doc-1"
+    assert result.stats.chunks_out == 1 and result.stats.chunks_by_type == {"section": 1}
+
+
+@pytest.mark.case("B02")
+@pytest.mark.parametrize("as_models", [False, True], ids=["dicts", "models"])
+def test_B02_caller_blocks_are_never_mutated(make_block, monkeypatch, as_models):
+    monkeypatch.setattr(prepare_module, "looks_like_equation", lambda text, prev: text == "E = mc2")
+    raw = [
+        make_block("Lead in:"), make_block("E = mc2"), make_block(words(30)),
+        make_block("one", "list_item"), make_block("two", "list_item"),
+        make_block("Table 1: People", "caption"), make_block("", "table", table=table_dict(PEOPLE)),
+        make_block("Page 1", "footer"),
+    ]
+    blocks = [Block.model_validate(b) for b in raw] if as_models else raw
+    before = [b.model_dump() for b in blocks] if as_models else copy.deepcopy(raw)
+    chunk_blocks(blocks, {"max_tokens": 20, "min_tokens": 5, "overlap_blocks": 1})
+    after = [b.model_dump() for b in blocks] if as_models else blocks
+    assert after == before
+    if as_models:
+        assert blocks[1].type == "paragraph"
+
+
+@pytest.mark.case("B02")
+def test_B02_same_input_twice_gives_identical_result_and_ids(make_block):
+    blocks = [make_block(words(20)), make_block(words(20)), make_block(words(20)),
+              make_block("", "table", table=table_dict(PEOPLE))]
+    first = chunk_blocks(blocks, {"max_tokens": 60, "min_tokens": 10}, document_id="doc-1")
+    second = chunk_blocks(copy.deepcopy(blocks), {"max_tokens": 60, "min_tokens": 10}, document_id="doc-1")
+    dump = lambda r: r.model_dump(exclude={"stats": {"timings_ms"}})  # noqa: E731
+    assert dump(first) == dump(second)
+    ids = [c.chunk_id for c in first.chunks]
+    assert len(set(ids)) == len(ids) == 4
+    other = chunk_blocks(blocks, {"max_tokens": 60, "min_tokens": 10}, document_id="doc-2")
+    assert not set(ids) & {c.chunk_id for c in other.chunks}
+
+
+@pytest.mark.case("B02")
+@pytest.mark.parametrize("enabled", [True, False])
+def test_B02_gc_setting_restored_after_call(make_block, enabled):
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        chunk_blocks([make_block("Text.")])
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.case("B02")
+def test_B02_chunk_id_is_sha256_prefix_of_its_inputs():
+    ident = chunk_id("doc", 3, "section", ["b1", "b2"], "text")
+    assert ident == chunk_id("doc", 3, "section", ["b1", "b2"], "text")
+    assert len(ident) == 32
+    assert ident != chunk_id("doc", 4, "section", ["b1", "b2"], "text")
+    assert ident != chunk_id(None, 3, "section", ["b1", "b2"], "text")
+
+
+@pytest.mark.case("B02")
+def test_B02_chunk_request_carries_document_id(make_block):
+    request = ChunkRequest(document_id="report-7", blocks=[make_block("Hello world.")])
+    result = chunk_request(request)
+    assert result.document_id == "report-7"
+    assert [c.text for c in result.chunks] == ["Hello world."]
+
+
+@pytest.mark.case("B02")
+def test_B02_equation_retag_counts_and_config_off(make_block, monkeypatch):
+    monkeypatch.setattr(prepare_module, "looks_like_equation", lambda text, prev: text.startswith("f(x)"))
+    blocks = [make_block("f(x) = a x + b"), make_block("x = 1", "equation"), make_block("Plain text.")]
+    on = chunk_blocks(blocks, {"overlap_blocks": 0, "min_tokens": 0})
+    assert on.stats.equations_detected == 1
+    assert [(c.chunk_type, c.equation_detected) for c in on.chunks] == [("equation", True)]
+    off = chunk_blocks(blocks, {"overlap_blocks": 0, "min_tokens": 0, "detect_equations": False})
+    assert off.stats.equations_detected == 0
+    assert off.chunks[0].chunk_type == "equation"  # the extractor-typed equation stays one
+
+
+# --- reading order (B13) --------------------------------------------------------------------------
+
+
+@pytest.mark.case("B13")
+def test_B13_reading_order_of_prose_lists_and_tables(make_block):
+    blocks = [
+        make_block("Intro.", page=1), make_block("Items:", page=1), make_block("x", "list_item", page=1),
+        make_block("Table 9: T", "caption", page=2),
+        make_block("", "table", page=2, table=table_dict([["A"], ["1"]])),
+        make_block("Middle.", page=2), make_block("E = 1", "equation", page=3), make_block("End.", page=3),
+    ]
+    result = run_engine(blocks)
+    assert [(c.chunk_type, c.block_ids) for c in result.chunks] == [
+        ("section", ["b1"]), ("list", ["b2", "b3"]), ("table_schema", ["b4", "b5"]), ("table", ["b5"]),
+        ("equation", ["b6", "b7", "b8"]),
+    ]
+    firsts = [int(c.block_ids[0][1:]) for c in result.chunks]
+    assert firsts == sorted(firsts)
