@@ -19,8 +19,9 @@ equation block is an ``equation`` chunk (table chunks keep their type).
 
 from __future__ import annotations
 
-from operator import attrgetter
-from typing import Any, NamedTuple
+from itertools import repeat
+from operator import attrgetter, itemgetter
+from typing import Any
 
 from longparser.prepare import Rec
 from longparser.sections import Section
@@ -33,25 +34,42 @@ _TABLE_KINDS = frozenset({"table", "table_schema"})
 _validate_chunk = Chunk.__pydantic_validator__.validate_python  # Chunk.model_validate minus its wrapper
 
 
-class Part(NamedTuple):
-    """One piece of a draft's body (see the module doc)."""
+class Part(tuple):  # type: ignore[type-arg]
+    """One piece of a draft's body (see the module doc): ``(rec, text, units, sep, context)``.
 
-    rec: Rec
-    text: str
-    sep: str = ""
-    context: bool = False
+    ``units`` is the counter's measure of ``text``, ``sep`` the separator written before it when
+    it does not start the body, ``context`` whether it is copied context rather than a source.
+    A plain tuple subclass: built from a tuple by C code (``Part((...))``, or ``map(Part, ...)``
+    over many), which matters for the many parts of a document.
+    """
+
+    __slots__ = ()
+    rec: Rec = property(itemgetter(0))  # type: ignore[assignment]
+    text: str = property(itemgetter(1))  # type: ignore[assignment]
+    units: int = property(itemgetter(2))  # type: ignore[assignment]
+    sep: str = property(itemgetter(3))  # type: ignore[assignment]
+    context: bool = property(itemgetter(4))  # type: ignore[assignment]
+
+    def after(self, sep: str) -> Part:
+        """This part with ``sep`` written before it."""
+        return Part((self[0], self[1], self[2], sep, self[4]))
+
+
+def part(rec: Rec, text: str, units: int, sep: str = "", context: bool = False) -> Part:
+    return Part((rec, text, units, sep, context))
 
 
 def parts_of(records: list[Rec], sep: str) -> list[Part]:
     """Each record's whole text as a part, joined by ``sep``."""
-    return [Part(rec, rec.text, sep) for rec in records]
+    return list(map(Part, zip(records, map(attrgetter("text"), records), map(attrgetter("units"), records),
+                              repeat(sep), repeat(False))))
 
 
 def join_parts(parts: list[Part]) -> str:
     """The body text: the parts joined by their separators (the first part's is not written)."""
     if not parts:
         return ""
-    return parts[0].text + "".join([part.sep + part.text for part in parts[1:]])
+    return parts[0][1] + "".join([p[3] + p[1] for p in parts[1:]])
 
 
 class Draft:
@@ -63,41 +81,51 @@ class Draft:
         section: the section the chunk's content belongs to.
         meta: chunk metadata (tables: table_block_id, row_start, ...).
         prefix: context text before the body, with its separator, or "".
+        prefix_units: the counter's measure of ``prefix``.
         lead: the list lead-in repeated as context (in ``prefix`` or inline), or None.
         overlap_ids: block ids of the overlap paragraphs held in ``prefix``.
     """
 
-    __slots__ = ("_counted", "kind", "lead", "meta", "overlap_ids", "parts", "prefix", "section")
+    __slots__ = ("_body", "_parts", "kind", "lead", "meta", "overlap_ids", "prefix", "prefix_units", "section")
 
     def __init__(
         self, parts: list[Part], kind: str, section: Section, meta: dict[str, Any] | None = None
     ) -> None:
-        self.parts, self.kind, self.section = parts, kind, section
+        self._parts, self._body = parts, ""
+        self.kind, self.section = kind, section
+        self.parts = parts
         self.meta = meta if meta is not None else {}
-        self.prefix = ""
+        self.prefix, self.prefix_units = "", 0
         self.lead: Rec | None = None
         self.overlap_ids: list[str] = []
-        self._counted: tuple[str, int] | None = None  # (text, count) of the last count
+
+    @property
+    def parts(self) -> list[Part]:
+        return self._parts
+
+    @parts.setter
+    def parts(self, parts: list[Part]) -> None:
+        self._parts, self._body = parts, join_parts(parts)
 
     @property
     def body(self) -> str:
-        return join_parts(self.parts)
+        return self._body
 
     @property
     def text(self) -> str:
         return self.prefix + self.body if self.prefix else self.body
 
     def tokens(self, counter: TokenCounter) -> int:
-        """The counter's count of the current text (counted again only after a change)."""
-        text = self.text
-        if self._counted is None or self._counted[0] != text:
-            self._counted = (text, counter.count(text))
-        return self._counted[1]
+        """The counter's count of the current text, from the measures of its pieces."""
+        units = [p[2] for p in self.parts]
+        if self.prefix:
+            units.append(self.prefix_units)
+        return counter.join(self.text, units)
 
     @property
     def sources(self) -> list[Rec]:
         """The source records in reading order, each once."""
-        return sorted({part.rec for part in self.parts if not part.context}, key=attrgetter("pos"))
+        return sorted({p[0] for p in self.parts if not p[4]}, key=attrgetter("pos"))
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -110,14 +138,19 @@ class Draft:
     @property
     def first_pos(self) -> int:
         """Reading-order position of the first source (a chunk's place in the output)."""
-        return min([part.rec.pos for part in self.parts])
+        return min([p[0].pos for p in self.parts])
 
     def has_equation(self) -> bool:
-        return any(part.rec.kind == "equation" for part in self.parts if not part.context)
+        return any(p[0].kind == "equation" for p in self.parts if not p[4])
+
+    def set_prefix(self, text: str, units: int) -> None:
+        """Put context ``text`` (ending with its separator; measuring ``units``) before the body."""
+        self.prefix, self.prefix_units = text, units
 
     def set_lead_in(self, lead: Rec) -> None:
         """Repeat the list lead-in ``lead`` as context before the body, on its own line."""
-        self.prefix, self.lead = lead.text + LINE_SEPARATOR, lead
+        self.set_prefix(lead.text + LINE_SEPARATOR, lead.units)
+        self.lead = lead
 
 
 def prose_kind(records: list[Rec], default: str) -> str:
@@ -151,7 +184,7 @@ def to_chunk(
         "page_numbers": sorted({rec.page for rec in sources}),
         "block_ids": [rec.block_id for rec in sources],
         "overlap_with_previous": bool(draft.overlap_ids),
-        "equation_detected": draft.has_equation(),
+        "equation_detected": any(rec.kind == "equation" for rec in sources),
         "metadata": chunk_metadata(draft, quality),
         "quality_score": min(1.0, max(0.0, float(score))),
     })

@@ -52,6 +52,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
+from typing import Any
 
 _GREEK_LETTERS = "".join(chr(c) for c in range(0x391, 0x3AA) if c != 0x3A2) + "".join(
     chr(c) for c in range(0x3B1, 0x3CA)
@@ -212,34 +214,46 @@ def _has_indexed_variable(text: str) -> bool:
     return b" a0 " in shape or b" a00 " in shape
 
 
-_KIND_NAMES = (
-    "scripts", "definition", "big_operator", "function_call", "latex", "indexed_variable",
-    "greek_list", "variable_run",
-)
+def _has_script(text: str) -> bool:
+    return ("_" in text and _SUB_RE.search(text) is not None) or ("^" in text and _SUP_RE.search(text) is not None)
 
 
-def _kind_hits(text: str, ops: list[int], n_greek: int, symbols: frozenset[str]) -> tuple[bool, ...]:
-    """Which pattern kinds (in :data:`_KIND_NAMES` order) occur in ``text``; each counts once."""
-    backslash = "\\" in text
-    return (
-        ("_" in text and _SUB_RE.search(text) is not None)
-        or ("^" in text and _SUP_RE.search(text) is not None),
-        bool(ops) and _has_definition(text, ops),
-        bool(symbols and not symbols.isdisjoint(_BIG_OPS))
-        or (backslash and _BIG_OP_RE.search(text) is not None),
-        "(" in text and _CALL_RE.search(text) is not None,
-        backslash and _LATEX_RE.search(text) is not None,
-        _has_indexed_variable(text),
-        n_greek >= 2 and _GREEK_LIST_RE.search(text) is not None,
-        bool(ops) and _has_variable_run(text, ops),
+def _has_big_operator(text: str, symbols: frozenset[str]) -> bool:
+    return bool(symbols and not symbols.isdisjoint(_BIG_OPS)) or (
+        "\\" in text and _BIG_OP_RE.search(text) is not None
     )
 
 
+# The pattern kinds: (name, ASCII characters an ASCII text needs for the kind to occur, test).
+# An ASCII text holding none of a kind's characters cannot show it: the score's bound and the
+# early exit read that from here, so a kind's test and its characters are written together.
+# Digits are all read as "0" when a text's characters are gathered (see _GATES_ONLY).
+_KINDS: tuple[tuple[str, str, Any], ...] = (
+    ("scripts", "_^", lambda c: _has_script(c.text)),
+    ("definition", "=", lambda c: _has_definition(c.text, c.ops)),
+    ("big_operator", "\\", lambda c: _has_big_operator(c.text, c.symbols)),
+    ("function_call", "(", lambda c: _CALL_RE.search(c.text) is not None),
+    ("latex", "\\", lambda c: _LATEX_RE.search(c.text) is not None),
+    ("indexed_variable", "0", lambda c: _has_indexed_variable(c.text)),  # any digit: gates read it as 0
+    ("greek_list", "", lambda c: c.n_greek >= 2 and _GREEK_LIST_RE.search(c.text) is not None),
+    ("variable_run", _ASCII_OPS, lambda c: _has_variable_run(c.text, c.ops)),
+)
+_GATE_CHARS = "".join(sorted(set("".join(chars for _, chars, _ in _KINDS))))
+# ASCII text -> the pattern characters it holds, digits all read as "0" (few distinct sets)
+_DIGITS_AS_ZERO = bytes(ord("0") if chr(b).isdigit() else b for b in range(256))
+_NOT_GATES = bytes(b for b in range(256) if not (chr(b) in _GATE_CHARS or chr(b).isdigit()))
+
+
+@lru_cache(maxsize=1024)
+def _open_kinds(gates: frozenset[str] | None) -> int:
+    """How many pattern kinds an ASCII text holding ``gates`` may show (None: not ASCII, all)."""
+    return sum(gates is None or not gates.isdisjoint(chars) for _, chars, _ in _KINDS)
+
+
 def pattern_kinds(text: str) -> list[str]:
-    """The equation-like pattern kinds found in ``text`` (for tests and debugging)."""
-    _, n_greek, symbols = _math_scan(text)
-    hits = _kind_hits(text, _op_positions(text, symbols), n_greek, symbols)
-    return [name for name, hit in zip(_KIND_NAMES, hits, strict=True) if hit]
+    """The equation-like pattern kinds found in ``text`` (each counts once)."""
+    candidate = _Candidate(text, None)
+    return [name for name, chars, test in _KINDS if candidate.may_hold(chars) and test(candidate)]
 
 
 def _has_phrase(text: str) -> bool:
@@ -297,12 +311,19 @@ def _level_points(value: float, levels: tuple[tuple[float, float], ...], strict:
 class _Candidate:
     """A text (and the text before it) with the shared measurements computed once, on demand."""
 
-    __slots__ = ("_ops", "n_greek", "n_math", "previous", "symbols", "text")
+    __slots__ = ("_ops", "gates", "n_greek", "n_math", "previous", "symbols", "text")
 
     def __init__(self, text: str, previous: str | None) -> None:
         self.text, self.previous = text, previous
         self.n_math, self.n_greek, self.symbols = _math_scan(text)
         self._ops: list[int] | None = None
+        # the pattern characters an ASCII text holds (None: not ASCII, every kind may occur)
+        self.gates = frozenset(text.encode("ascii").translate(_DIGITS_AS_ZERO, _NOT_GATES).decode()) \
+            if text.isascii() else None
+
+    def may_hold(self, chars: str) -> bool:
+        """Whether a pattern needing one of ``chars`` (in ASCII text) can occur here."""
+        return self.gates is None or not self.gates.isdisjoint(chars)
 
     @property
     def ops(self) -> list[int]:
@@ -331,7 +352,7 @@ def _lead_in(c: _Candidate) -> float:
 
 
 def _patterns(c: _Candidate) -> float:
-    return _level_points(sum(_kind_hits(c.text, c.ops, c.n_greek, c.symbols)), PATTERN_LEVELS)
+    return _level_points(sum(c.may_hold(chars) and test(c) for _, chars, test in _KINDS), PATTERN_LEVELS)
 
 
 def _short_variable(c: _Candidate) -> float:
@@ -343,16 +364,34 @@ def _own_phrase(c: _Candidate) -> float:
     return OWN_PHRASE_POINTS if _has_phrase(c.text) else 0.0
 
 
-# (name, most points it can give, measure), cheapest measure first: the early-exit test stops
-# as soon as the threshold is reached or can no longer be reached.
-SIGNALS = (
-    ("density", DENSITY_LEVELS[0][1], _density),
-    ("greek", GREEK_LEVELS[0][1], _greek),
-    ("lead_in", LEAD_IN_POINTS, _lead_in),
-    ("patterns", PATTERN_LEVELS[0][1], _patterns),
-    ("short_variable", SHORT_VARIABLE_POINTS, _short_variable),
-    ("own_phrase", OWN_PHRASE_POINTS, _own_phrase),
+# (name, most points, measure, what an ASCII text needs for the signal to give points: None
+# for anything, "" for nothing at all), cheapest measure first. The early-exit test reads the
+# bounds from here (see _bounds), so a signal's weight and its needs are written once.
+SIGNALS: tuple[tuple[str, float, Any, str | None], ...] = (
+    ("density", DENSITY_LEVELS[0][1], _density, ""),  # math characters are not ASCII
+    ("greek", GREEK_LEVELS[0][1], _greek, ""),
+    ("lead_in", LEAD_IN_POINTS, _lead_in, None),
+    ("patterns", PATTERN_LEVELS[0][1], _patterns, _GATE_CHARS),
+    ("short_variable", SHORT_VARIABLE_POINTS, _short_variable, _ASCII_OPS),  # an operator
+    ("own_phrase", OWN_PHRASE_POINTS, _own_phrase, None),
 )
+
+
+@lru_cache(maxsize=1024)
+def _bounds(gates: frozenset[str] | None) -> tuple[float, ...]:
+    """Each signal's most points for a text holding the pattern characters ``gates``.
+
+    None (a text that is not ASCII): every signal's top points. Patterns: the points of as many
+    kinds as the text has characters for.
+    """
+    bounds = []
+    for name, most, _, needs in SIGNALS:
+        if gates is not None and needs is not None and gates.isdisjoint(needs):
+            most = 0.0
+        elif name == "patterns":
+            most = _level_points(_open_kinds(gates), PATTERN_LEVELS)
+        bounds.append(most)
+    return tuple(bounds)
 
 
 def equation_signals(text: str, previous_text: str | None = None) -> dict[str, float]:
@@ -367,8 +406,8 @@ def equation_signals(text: str, previous_text: str | None = None) -> dict[str, f
     """
     candidate = _Candidate(text, previous_text)
     if candidate.is_ornament():
-        return {name: 0.0 for name, _, _ in SIGNALS}
-    return {name: measure(candidate) for name, _, measure in SIGNALS}
+        return {name: 0.0 for name, _, _, _ in SIGNALS}
+    return {name: measure(candidate) for name, _, measure, _ in SIGNALS}
 
 
 def equation_score(text: str, previous_text: str | None = None) -> float:
@@ -379,16 +418,19 @@ def equation_score(text: str, previous_text: str | None = None) -> float:
 def looks_like_equation(text: str, previous_text: str | None = None) -> bool:
     """Whether :func:`equation_score` reaches :data:`EQUATION_THRESHOLD`, deciding early.
 
-    Every signal is non-negative and bounded by its table entry, so the signals are added
-    cheapest first and the answer is returned as soon as it can no longer change.
+    Every signal is non-negative and bounded (see :func:`_bounds`), so the signals are measured
+    cheapest first and the answer is returned as soon as it can no longer change: most prose is
+    decided by its bounds and the lead-in test alone.
     """
     candidate = _Candidate(text, previous_text)
     if candidate.is_ornament():
         return False
-    total, still_possible = 0.0, sum(most for _, most, _ in SIGNALS)
-    for _, most, measure in SIGNALS:
+    bounds = _bounds(candidate.gates)
+    total, still_possible = 0.0, sum(bounds)
+    for (_, _, measure, _), most in zip(SIGNALS, bounds, strict=True):
         if total >= EQUATION_THRESHOLD or total + still_possible < EQUATION_THRESHOLD:
             break
-        total += measure(candidate)
         still_possible -= most
+        if most:
+            total += measure(candidate)
     return total >= EQUATION_THRESHOLD

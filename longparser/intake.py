@@ -14,25 +14,12 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from schemas import Block
-from schemas.blocks import TableCell
-
-# (block_id, type, text, hierarchy_path, page, confidence.overall, table cells or None)
-BlockFields = tuple[str, str, str, list[str], int, float, list[TableCell] | None]
 
 _validate_block = Block.__pydantic_validator__.validate_python  # model_validate minus its wrapper
 
 
-def block_fields(block: Block) -> BlockFields:
-    """The fields of a Block the stages read."""
-    table = block.table
-    return (
-        block.block_id, block.type, block.text, block.hierarchy_path, block.provenance["page_number"],
-        block.confidence["overall"], None if table is None else table["cells"],
-    )
-
-
 class BlockIntake:
-    """The caller's blocks as :data:`BlockFields`, validated on the way (see module doc)."""
+    """The caller's blocks as Block models, dicts validated on the way (see module doc)."""
 
     __slots__ = ("blocks", "count", "seconds")
 
@@ -41,7 +28,7 @@ class BlockIntake:
         self.count = 0
         self.seconds = 0.0
 
-    def __iter__(self) -> Iterator[BlockFields]:
+    def __iter__(self) -> Iterator[Block]:
         clock = time.perf_counter
         for block in self.blocks:
             self.count += 1
@@ -49,4 +36,4 @@ class BlockIntake:
                 start = clock()
                 block = _validate_block(block)
                 self.seconds += clock() - start
-            yield block_fields(block)
+            yield block

@@ -21,7 +21,7 @@ lacks) it stays in the text, inline.
 
 from __future__ import annotations
 
-from longparser.build import LINE_SEPARATOR, Draft, Part
+from longparser.build import LINE_SEPARATOR, Draft, part
 from longparser.prepare import Rec
 from longparser.tokens import TokenCounter
 
@@ -30,7 +30,7 @@ MERGE_SEPARATOR = "\n\n"
 
 def _holds_lead_in(draft: Draft, lead: Rec) -> bool:
     """Whether ``draft``'s text already shows the lead-in block (primary or repeated)."""
-    return draft.lead is lead or any(part.rec is lead for part in draft.parts)
+    return draft.lead is lead or any(piece.rec is lead for piece in draft.parts)
 
 
 def merge_pair(earlier: Draft, later: Draft, target: Draft) -> Draft:
@@ -39,14 +39,15 @@ def merge_pair(earlier: Draft, later: Draft, target: Draft) -> Draft:
     lead = earlier.lead
     if later.lead is not None and not _holds_lead_in(earlier, later.lead):
         # the later piece's repeated lead-in stays in the text, inline, as context
-        later_parts[:1] = [Part(later.lead, later.lead.text, context=True),
-                           later_parts[0]._replace(sep=LINE_SEPARATOR)]
+        later_parts[:1] = [part(later.lead, later.lead.text, later.lead.units, context=True),
+                           later_parts[0].after(LINE_SEPARATOR)]
         lead = lead or later.lead
-    later_parts[0] = later_parts[0]._replace(sep=MERGE_SEPARATOR)
+    later_parts[0] = later_parts[0].after(MERGE_SEPARATOR)
     kind = "equation" if earlier.has_equation() or later.has_equation() else target.kind
     meta = {**(earlier if target is later else later).meta, **target.meta}
     merged = Draft(earlier.parts + later_parts, kind, target.section, meta)
-    merged.prefix, merged.lead = earlier.prefix, lead
+    merged.set_prefix(earlier.prefix, earlier.prefix_units)
+    merged.lead = lead
     return merged
 
 

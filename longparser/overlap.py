@@ -59,5 +59,5 @@ def apply_overlap(drafts: list[Draft], n: int) -> None:
         context = OVERLAP_SEPARATOR.join([rec.text for rec in picked])
         if current.body.startswith(context):
             continue
-        current.prefix = context + OVERLAP_SEPARATOR
+        current.set_prefix(context + OVERLAP_SEPARATOR, sum(rec.units for rec in picked))
         current.overlap_ids = [rec.block_id for rec in picked]

@@ -111,13 +111,12 @@ def build_drafts(
 def finalize(drafts: list[Draft], document_id: str | None, resources: Resources, counter: TokenCounter) -> list[Chunk]:
     """Ids, final token counts and quality scores (of the final text)."""
     score = ChunkScorer(resources.word_list, resources.language_id).score
-    texts = [draft.text for draft in drafts]
     chunks = []
-    for index, (draft, text, tokens) in enumerate(zip(drafts, texts, counter.count_many(texts), strict=True)):
-        sources = draft.sources
+    for index, draft in enumerate(drafts):
+        text, sources = draft.text, draft.sources
         quality, components = score(text, [(rec.confidence, len(rec.text)) for rec in sources])
         ident = chunk_id(document_id, index, draft.kind, [rec.block_id for rec in sources], text)
-        chunks.append(to_chunk(draft, ident, text, tokens, quality, components, sources))
+        chunks.append(to_chunk(draft, ident, text, draft.tokens(counter), quality, components, sources))
     return chunks
 
 

@@ -26,7 +26,7 @@ import string
 from collections.abc import Iterable
 
 from longparser.equations import looks_like_equation
-from longparser.intake import BlockFields
+from schemas import Block
 from longparser.tables import Grid, build_grid
 from longparser.tokens import TokenCounter
 from schemas import ChunkingConfig
@@ -44,14 +44,14 @@ class Rec:
     Attributes:
         pos: index in the caller's sequence (reading order; the chunk order key).
         block_id, kind, text, page, path, confidence: from the block (kind may be re-tagged).
-        tokens: the token counter's count of ``text`` (0 for table blocks, whose drafts count
-            their own rendered rows).
+        units, tokens: the token counter's measure and count of ``text`` (0 for table blocks,
+            whose drafts measure their own rendered rows).
         grid: a structured table block's grid (built here, so the block's pydantic cells can be
             freed as soon as the block is read: memory stays flat on large documents), or None
             (every other block, and a table block without cells).
     """
 
-    __slots__ = ("block_id", "confidence", "grid", "kind", "page", "path", "pos", "text", "tokens")
+    __slots__ = ("block_id", "confidence", "grid", "kind", "page", "path", "pos", "text", "tokens", "units")
 
     def __init__(
         self,
@@ -63,11 +63,10 @@ class Rec:
         path: tuple[str, ...],
         confidence: float,
         grid: Grid | None,
-        tokens: int = 0,
     ) -> None:
         self.pos, self.block_id, self.kind, self.text = pos, block_id, kind, text
         self.page, self.path, self.confidence = page, path, confidence
-        self.grid, self.tokens = grid, tokens
+        self.grid, self.units, self.tokens = grid, 0, 0
 
     def __repr__(self) -> str:  # debugging aid only
         return f"Rec({self.pos}, {self.block_id!r}, {self.kind!r}, {self.text[:30]!r})"
@@ -102,11 +101,11 @@ def exclusion_reason(kind: str, text: str, has_cells: bool, exclude_headers_foot
 
 
 def prepare(
-    blocks: Iterable[BlockFields], config: ChunkingConfig, counter: TokenCounter
+    blocks: Iterable[Block], config: ChunkingConfig, counter: TokenCounter
 ) -> tuple[list[Rec], dict[str, int], int]:
-    """Exclude, re-tag and convert blocks (their fields, as :mod:`longparser.intake` reads them).
+    """Exclude, re-tag and convert blocks (validated: see :mod:`longparser.intake`).
 
-    Every kept block's text is counted once, in one batch (a tokenizer counter batches them).
+    Every kept block's text is measured once, in one batch (a tokenizer counter batches them).
 
     Returns:
         ``(records, excluded_counts, equations_detected)``; ``excluded_counts`` holds only
@@ -120,7 +119,9 @@ def prepare(
     drop_hf = config.exclude_headers_footers
     last_list: list[str] | None = None
     path: tuple[str, ...] = ()
-    for pos, (block_id, kind, text, hierarchy_path, page, confidence, cells) in enumerate(blocks):
+    for pos, block in enumerate(blocks):
+        kind, text, table = block.type, block.text, block.table
+        cells = None if table is None else table["cells"]
         if text[:1] not in _KEPT_FIRST_CHARS or kind in _HEADER_FOOTER:
             reason = exclusion_reason(kind, text, bool(cells), drop_hf)
             if reason is not None:
@@ -129,13 +130,14 @@ def prepare(
         if detect and kind == "paragraph" and looks_like_equation(text, previous_text):
             kind = "equation"
             retagged += 1
-        if hierarchy_path != last_list:  # consecutive blocks share one path tuple
-            last_list = hierarchy_path
+        if block.hierarchy_path != last_list:  # consecutive blocks share one path tuple
+            last_list = block.hierarchy_path
             path = tuple(last_list)
         grid = build_grid(cells) if kind == "table" and cells else None
-        records.append(Rec(pos, block_id, kind, text, page, path, confidence, grid))
+        records.append(Rec(pos, block.block_id, kind, text, block.provenance["page_number"], path,
+                           block.confidence["overall"], grid))
         previous_text = text
     counted = [rec for rec in records if rec.kind != "table"]
-    for rec, tokens in zip(counted, counter.count_many([rec.text for rec in counted]), strict=True):
-        rec.tokens = tokens
+    for rec, units in zip(counted, counter.measure([rec.text for rec in counted]), strict=True):
+        rec.units, rec.tokens = units, counter.join(rec.text, (units,))
     return records, excluded, retagged

@@ -40,7 +40,7 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import Any
 
-from longparser.build import LINE_SEPARATOR, Draft, Part
+from longparser.build import LINE_SEPARATOR, Draft, part
 from longparser.prepare import Rec
 from longparser.sections import Section, TableSeg
 from longparser.tables import Grid, column_profiles
@@ -104,16 +104,19 @@ def _row_drafts(rec: Rec, grid: Grid, section: Section, config: ChunkingConfig,
     for cols, band in column_bands(len(grid.columns), config.wide_table_col_threshold):
         lines = render_rows(grid, cols, fmt, grid.rows)
         head = " | ".join([grid.columns[c] for c in cols]) if fmt == "pipe" else ""
-        starts = _batches(counter.count_many(lines), counter.count(head) if head else 0, config)
+        units = counter.measure(lines)
+        head_units = counter.measure((head,))[0] if head else 0
+        line_tokens = [counter.join(line, (n,)) for line, n in zip(lines, units, strict=True)]
+        starts = _batches(line_tokens, counter.join(head, (head_units,)) if head else 0, config)
         for k, start in enumerate(starts):
             stop = starts[k + 1] if k + 1 < len(starts) else len(lines)
-            body = [head, *lines[start:stop]] if head else lines[start:stop]
-            parts = [Part(rec, line, LINE_SEPARATOR) for line in body]
+            rows = part(rec, LINE_SEPARATOR.join(lines[start:stop]), sum(units[start:stop]), LINE_SEPARATOR)
+            parts = [part(rec, head, head_units), rows] if head else [rows]
             drafts.append(Draft(parts, "table", section, _meta(rec, fmt, (start + 1, stop), band)))
     return drafts
 
 
-def _schema_draft(rec: Rec, grid: Grid, section: Section, fmt: str) -> Draft:
+def _schema_draft(rec: Rec, grid: Grid, section: Section, fmt: str, counter: TokenCounter) -> Draft:
     profiles = column_profiles(grid)
     described = "; ".join(f"{p['name']} ({p['type']}, {round(p['null_rate'] * 100)}% null)" for p in profiles)
     cols = list(range(len(grid.columns)))
@@ -124,7 +127,7 @@ def _schema_draft(rec: Rec, grid: Grid, section: Section, fmt: str) -> Draft:
             f"Columns: {described}\nSample rows:\n" + LINE_SEPARATOR.join(samples))
     meta: dict[str, Any] = {"table_block_id": rec.block_id, "n_rows": len(grid.rows),
                             "n_cols": len(grid.columns), "columns": profiles, "table_format": fmt}
-    return Draft([Part(rec, text)], "table_schema", section, meta)
+    return Draft([part(rec, text, counter.measure((text,))[0])], "table_schema", section, meta)
 
 
 def _with_caption(draft: Draft, seg: TableSeg) -> None:
@@ -132,8 +135,8 @@ def _with_caption(draft: Draft, seg: TableSeg) -> None:
     cap = seg.caption
     if cap is None:
         return
-    first = draft.parts[0]
-    draft.parts[:1] = [Part(cap, cap.text), first._replace(sep=LINE_SEPARATOR)]
+    first, *rest = draft.parts
+    draft.parts = [part(cap, cap.text, cap.units), first.after(LINE_SEPARATOR), *rest]
     draft.meta["caption_block_id"] = cap.block_id
 
 
@@ -142,12 +145,13 @@ def table_drafts(seg: TableSeg, section: Section, config: ChunkingConfig, counte
     rec, grid = seg.table, seg.table.grid
     fmt = config.table_chunk_format
     if grid is None:
-        drafts = [Draft([Part(rec, rec.text)], "table", section, _meta(rec, "text"))]
+        drafts = [Draft([part(rec, rec.text, counter.measure((rec.text,))[0])], "table", section, _meta(rec, "text"))]
     else:
-        drafts = [_schema_draft(rec, grid, section, fmt)] if config.generate_schema_chunks else []
+        drafts = [_schema_draft(rec, grid, section, fmt, counter)] if config.generate_schema_chunks else []
         if grid.rows:
             drafts.extend(_row_drafts(rec, grid, section, config, counter))
         else:
-            drafts.append(Draft([Part(rec, " | ".join(grid.columns))], "table", section, _meta(rec, fmt)))
+            header = " | ".join(grid.columns)
+            drafts.append(Draft([part(rec, header, counter.measure((header,))[0])], "table", section, _meta(rec, fmt)))
     _with_caption(drafts[0], seg)
     return drafts

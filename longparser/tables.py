@@ -31,7 +31,8 @@ import re
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import add, itemgetter, mul
 from typing import TypedDict
 
 from schemas.blocks import TableCell
@@ -56,53 +57,80 @@ class Grid:
     rows: list[list[str]]  # data rows only, in order
 
 
-_CELL_FIELDS = itemgetter("row_index", "col_index", "row_span", "col_span", "text", "column_header")
+_ROW, _COL, _TEXT = itemgetter("row_index"), itemgetter("col_index"), itemgetter("text")
+_ROW_SPAN, _COL_SPAN, _HEADER = itemgetter("row_span"), itemgetter("col_span"), itemgetter("column_header")
 
 
-def _clean(text: str | None) -> str:
-    """Stripped; a cell holding a line break, tab or other non-printable character has every
-    whitespace run collapsed to one space (a cell must not break its row's line)."""
-    if not text:
-        return ""  # a null cell text reads as empty
-    text = text.strip()
-    return text if text.isprintable() else " ".join(text.split())
+def clean_texts(texts: list[str | None]) -> list[str]:
+    """Cell texts as written into the grid: stripped, and in a cell holding a line break, tab or
+    other non-printable character every whitespace run becomes one space (a cell must not break
+    its row's line). A null text reads as empty."""
+    texts = [text or "" for text in texts] if None in texts else texts
+    cleaned = list(map(str.strip, texts))  # type: ignore[arg-type]
+    if "".join(cleaned).isprintable():  # one C-level check for the usual one-line cells
+        return cleaned
+    return [text if text.isprintable() else " ".join(text.split()) for text in cleaned]
 
 
-def _fill(grid: list[list[str]], cells: Sequence[TableCell], row_ids: list[int], col_ids: list[int]) -> set[int]:
-    """Write cell texts into the grid; return the header row positions.
+def _positions(cells: Sequence[TableCell], row_ids: list[int], col_ids: list[int]) -> tuple[list[int], Sequence[int]]:
+    """Every grid position the cells cover, in cell order: ``(flat positions, owning cell index)``.
 
-    ``row_ids``/``col_ids``: the sorted row and column indices at which some cell starts; grid
-    position ``i`` is row ``row_ids[i]``. A span covers the positions whose index falls in its
-    range, so it is clipped to the grid. Where cells overlap, the first cell wins.
+    A span covers the grid rows/columns whose index falls in its range (clipped to the grid).
+    Tables are usually span-free, one position per cell: that case is computed column-wise in
+    C; a table with spans is expanded cell by cell.
     """
-    row_at = {r: i for i, r in enumerate(row_ids)}
-    col_at = {c: j for j, c in enumerate(col_ids)}
-    header_rows: set[int] = set()
-    for r0, c0, rs, cs, text, is_header in map(_CELL_FIELDS, cells):
-        text = _clean(text)
-        i, j = row_at[r0], col_at[c0]
-        i1 = bisect_left(row_ids, r0 + rs) if rs > 1 else i + 1
-        j1 = bisect_left(col_ids, c0 + cs) if cs > 1 else j + 1
-        if is_header:
-            header_rows.update(range(i, i1))
-        for r in range(i, i1):
-            row = grid[r]
-            for c in range(j, j1):
-                if not row[c]:
-                    row[c] = text
-    return header_rows
+    width = len(col_ids)
+    row_at = {r: i for i, r in enumerate(row_ids)}.__getitem__
+    col_at = {c: j for j, c in enumerate(col_ids)}.__getitem__
+    firsts = list(map(add, map(mul, map(row_at, map(_ROW, cells)), repeat(width)), map(col_at, map(_COL, cells))))
+    if max(map(_ROW_SPAN, cells)) == 1 and max(map(_COL_SPAN, cells)) == 1:
+        return firsts, range(len(cells))
+    positions: list[int] = []
+    owners: list[int] = []
+    for k, cell in enumerate(cells):
+        i0, j0 = divmod(firsts[k], width)
+        i1 = bisect_left(row_ids, cell["row_index"] + cell["row_span"])
+        j1 = bisect_left(col_ids, cell["col_index"] + cell["col_span"])
+        covered = [i * width + j for i in range(i0, i1) for j in range(j0, j1)]
+        positions.extend(covered)
+        owners.extend([k] * len(covered))
+    return positions, owners
+
+
+def _header_rows(cells: Sequence[TableCell], row_ids: list[int]) -> list[int]:
+    """Grid rows covered by a cell flagged ``column_header``; without flags, the first row."""
+    flagged: set[int] = set()
+    if any(map(_HEADER, cells)):
+        for cell in filter(_HEADER, cells):
+            start = bisect_left(row_ids, cell["row_index"])
+            flagged.update(range(start, bisect_left(row_ids, cell["row_index"] + cell["row_span"])))
+    return sorted(flagged or {0})
 
 
 def build_grid(cells: Sequence[TableCell]) -> Grid:
     """Grid of a structured table from its (non-empty) cells.
 
     Only the rows and columns where some cell starts exist: a cell at row 10**9 costs one row,
-    not a billion (the grid's size is bounded by the number of cells).
+    not a billion (the grid's size is bounded by the number of cells). Each cell's text fills
+    every position it covers; where non-empty texts overlap, the first cell's wins.
     """
-    row_ids = sorted(set(map(itemgetter("row_index"), cells)))
-    col_ids = sorted(set(map(itemgetter("col_index"), cells)))
-    grid = [[""] * len(col_ids) for _ in row_ids]
-    header_rows = sorted(_fill(grid, cells, row_ids, col_ids) or {0})
+    row_ids = sorted(set(map(_ROW, cells)))
+    col_ids = sorted(set(map(_COL, cells)))
+    width = len(col_ids)
+    texts = clean_texts(list(map(_TEXT, cells)))
+    positions, owners = _positions(cells, row_ids, col_ids)
+    written = texts if isinstance(owners, range) else list(map(texts.__getitem__, owners))
+    size = len(row_ids) * width
+    if len(positions) == size and positions == list(range(size)):
+        flat = written  # each position written once, in order (the usual extractor output)
+    else:
+        # Empty texts never fill a position; among the rest the first write must win, so the
+        # writes are applied last to first (a dict keeps the last value given for a key).
+        filled = dict(zip(reversed(list(compress(positions, written))), reversed(list(filter(None, written))),
+                          strict=True))
+        flat = list(map(filled.get, range(size), repeat("")))
+    grid = [flat[k : k + width] for k in range(0, len(flat), width)]
+    header_rows = _header_rows(cells, row_ids)
     columns = []
     for c, index in enumerate(col_ids):
         parts: list[str] = []

@@ -1,52 +1,63 @@
 """The token-counting seam: every stage counts through one :class:`TokenCounter`.
 
-A counter answers three questions, and nothing in the engine asks which counter it holds:
+Texts are measured once, in batches, and a chunk's count is derived from the measures of its
+pieces. A counter provides:
 
-* ``count(text)``: the tokens of a text, as the counter defines them;
-* ``count_many(texts)``: the same for many texts at once (a tokenizer batches them);
+* ``measure(texts)``: each text's *units*, a measure that adds up when texts are joined with
+  whitespace (the DEC-04 estimate's whitespace words; a WordPiece tokenizer's tokens without
+  its special tokens). A counter that has no such measure returns its counts;
+* ``join(text, units)``: the count of ``text``, the whitespace-join of pieces that measured
+  ``units``. An additive counter computes it from the units alone (nothing is counted twice);
+  any other counter counts ``text``;
 * ``fitting_prefix(text, budget)``: the length, in characters, of the longest prefix of
-  ``text`` that counts at most ``budget`` (how a single over-long word is cut in strict mode).
-
-``special_tokens`` is what the counter adds once per text whatever its content (a BERT
-tokenizer's ``[CLS]`` and ``[SEP]``): the cost of blocks joined into one chunk is then the sum
-of their counts less that overhead for every block but the first (:func:`joined_cost`).
+  ``text`` counting at most ``budget`` (how a single over-long word is cut in strict mode).
 
 The default is the DEC-04 estimate, ``max(1, int(words * 1.33))`` with ``words`` the
 whitespace-separated words of the text. It is an estimate of the embedding tokenizer's count,
-not that count: it truncates, so per-block sums may differ from the count of the joined text.
+not that count: it truncates, so per-block counts may not add up to the joined text's count.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from itertools import compress
 from typing import Protocol
 
 TOKENS_PER_WORD = 1.33
 ESTIMATE_NAME = "estimate"
 
 # ASCII whitespace as str.split() sees it (str.isspace: \t \n \v \f \r, \x1c-\x1f, space) -> b" ",
-# every other byte -> b"w": a word starts at each b" w" and at a leading b"w".
-_WORD_RUN_TABLE = bytes(32 if chr(b).isspace() else ord("w") for b in range(128)) + b"w" * 128
+# NUL (a batch's separator) kept, every other byte -> b"w": a word starts at each b" w" and at a
+# leading b"w".
+_WORD_RUN_TABLE = b"\0" + bytes(32 if chr(b).isspace() else ord("w") for b in range(1, 128)) + b"w" * 128
 
 
 class TokenCounter(Protocol):
     """What the engine needs from a token counter (see the module doc)."""
 
     name: str
-    special_tokens: int
 
-    def count(self, text: str) -> int:
-        """Tokens of ``text``."""
+    def measure(self, texts: Sequence[str]) -> list[int]:
+        """Each text's units (additive over whitespace joins for an additive counter)."""
         ...
 
-    def count_many(self, texts: Sequence[str]) -> list[int]:
-        """``[count(text) for text in texts]``, possibly batched."""
+    def join(self, text: str, units: Sequence[int]) -> int:
+        """The count of ``text``, the whitespace-join of pieces that measured ``units``."""
         ...
 
     def fitting_prefix(self, text: str, budget: int) -> int:
         """Characters of the longest prefix of ``text`` counting at most ``budget`` (0 if none)."""
         ...
+
+
+def count(counter: TokenCounter, text: str) -> int:
+    """One text's count."""
+    return counter.join(text, counter.measure((text,)))
+
+
+def _words_in_runs(runs: bytes) -> int:
+    return runs.count(b" w") + runs.startswith(b"w")
 
 
 def word_count(text: str) -> int:
@@ -57,8 +68,18 @@ def word_count(text: str) -> int:
     """
     if not text.isascii():
         return len(text.split())
-    runs = text.encode("ascii").translate(_WORD_RUN_TABLE)
-    return runs.count(b" w") + runs.startswith(b"w")
+    return _words_in_runs(text.encode("ascii").translate(_WORD_RUN_TABLE))
+
+
+def word_counts(texts: Sequence[str]) -> list[int]:
+    """``[word_count(text) for text in texts]``, the ASCII texts translated in one batch."""
+    is_ascii = list(map(str.isascii, texts))
+    plain = list(compress(texts, is_ascii))
+    joined = "\0".join(plain)
+    if joined.count("\0") != len(plain) - 1:  # a text holds the separator itself
+        return list(map(word_count, texts))
+    ascii_counts = iter(map(_words_in_runs, joined.encode("ascii").translate(_WORD_RUN_TABLE).split(b"\0")))
+    return [next(ascii_counts) if flag else len(text.split()) for text, flag in zip(texts, is_ascii, strict=True)]
 
 
 def estimate_for_words(words: int) -> int:
@@ -66,43 +87,30 @@ def estimate_for_words(words: int) -> int:
     return max(1, int(words * TOKENS_PER_WORD))
 
 
-class CounterBase:
-    """Shared behaviour of counters: batching by mapping, prefix search by bisection.
-
-    A subclass defines ``count`` (and may override the others when it can do better, as a
-    tokenizer with offsets does for ``fitting_prefix``).
-    """
-
-    name = "counter"
-    special_tokens = 0
-
-    def count(self, text: str) -> int:
-        raise NotImplementedError
-
-    def count_many(self, texts: Sequence[str]) -> list[int]:
-        return list(map(self.count, texts))
-
-    def fitting_prefix(self, text: str, budget: int) -> int:
-        """Bisection over prefix lengths; assumes a longer prefix never counts less."""
-        if self.count(text) <= budget:
-            return len(text)
-        low, high = 0, len(text)  # count(text[:low]) fits (or low == 0), text[:high] does not
-        while high - low > 1:
-            middle = (low + high) // 2
-            if self.count(text[:middle]) <= budget:
-                low = middle
-            else:
-                high = middle
-        return low
+def bisect_prefix(counter: TokenCounter, text: str, budget: int) -> int:
+    """Longest fitting prefix by bisection over its length (a longer prefix never counts less)."""
+    if count(counter, text) <= budget:
+        return len(text)
+    low, high = 0, len(text)  # text[:low] fits (or low == 0), text[:high] does not
+    while high - low > 1:
+        middle = (low + high) // 2
+        if count(counter, text[:middle]) <= budget:
+            low = middle
+        else:
+            high = middle
+    return low
 
 
-class EstimateCounter(CounterBase):
-    """The DEC-04 estimate: ``max(1, int(whitespace words x 1.33))``."""
+class EstimateCounter:
+    """The DEC-04 estimate: ``max(1, int(whitespace words x 1.33))``; units are words."""
 
     name = ESTIMATE_NAME
 
-    def count(self, text: str) -> int:
-        return estimate_for_words(word_count(text))
+    def measure(self, texts: Sequence[str]) -> list[int]:
+        return word_counts(texts)
+
+    def join(self, text: str, units: Sequence[int]) -> int:
+        return estimate_for_words(sum(units))
 
     def fitting_prefix(self, text: str, budget: int) -> int:
         """Up to the end of the last whole word that keeps the estimate within ``budget``.
@@ -117,22 +125,27 @@ class EstimateCounter(CounterBase):
             return len(text)
         if words == 0:
             return 0
-        end, position = 0, 0
+        end = 0
         for word in spans[:words]:
-            position = text.index(word, end)
-            end = position + len(word)
+            end = text.index(word, end) + len(word)
         return end
 
 
-class CallableCounter(CounterBase):
-    """A plain ``text -> int`` function as a counter (no special tokens)."""
+class CallableCounter:
+    """A plain ``text -> int`` function as a counter: not additive, so joined texts are counted."""
 
     def __init__(self, function: Callable[[str], int], name: str | None = None) -> None:
         self.function = function
         self.name = name or getattr(function, "__name__", "custom")
 
-    def count(self, text: str) -> int:
-        return self.function(text)
+    def measure(self, texts: Sequence[str]) -> list[int]:
+        return list(map(self.function, texts))
+
+    def join(self, text: str, units: Sequence[int]) -> int:
+        return units[0] if len(units) == 1 else self.function(text)
+
+    def fitting_prefix(self, text: str, budget: int) -> int:
+        return bisect_prefix(self, text, budget)
 
 
 ESTIMATE = EstimateCounter()
@@ -140,17 +153,6 @@ ESTIMATE = EstimateCounter()
 
 def as_counter(counter: TokenCounter | Callable[[str], int]) -> TokenCounter:
     """``counter`` itself when it has the counter interface, else a plain function wrapped."""
-    if hasattr(counter, "count") and hasattr(counter, "fitting_prefix"):
+    if all(hasattr(counter, name) for name in ("measure", "join", "fitting_prefix")):
         return counter  # type: ignore[return-value]
     return CallableCounter(counter)  # type: ignore[arg-type]
-
-
-def joined_cost(costs: Sequence[int], counter: TokenCounter) -> int:
-    """Estimated count of texts joined by whitespace, from their separate counts.
-
-    Each text's count carries the counter's per-text overhead (``special_tokens``) once; the
-    joined text carries it once in all.
-    """
-    if not costs:
-        return 0
-    return sum(costs) - counter.special_tokens * (len(costs) - 1)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import Annotated, Any, Literal, Required
 
-from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, model_validator
 from typing_extensions import TypedDict
 
 BlockType = Literal[
@@ -165,18 +165,20 @@ class Block(BaseModel):
     flags: Any = None
     table: CheckedTable | None = None
 
-    @field_validator("text", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _none_text_is_empty(cls, value: Any) -> Any:
-        return "" if value is None else value
+    def _nulls_are_defaults(cls, data: Any) -> Any:
+        """LongParser dumps ``null`` for an absent text, path, provenance or confidence: read
+        each as its default (one check per block, the input copied only when it has one)."""
+        if isinstance(data, dict) and None in (
+            data.get("text", ""), data.get("hierarchy_path", ()), data.get("provenance", ()),
+            data.get("confidence", ()),
+        ):
+            data = {**data}
+            for name, default in _NULL_DEFAULTS.items():
+                if name in data and data[name] is None:
+                    data[name] = default
+        return data
 
-    @field_validator("hierarchy_path", mode="before")
-    @classmethod
-    def _none_path_is_root(cls, value: Any) -> Any:
-        return [] if value is None else value
 
-    @field_validator("provenance", "confidence", mode="before")
-    @classmethod
-    def _none_is_default(cls, value: Any) -> Any:
-        # LongParser dumps ``null`` for a missing provenance/confidence.
-        return {} if value is None else value
+_NULL_DEFAULTS: dict[str, Any] = {"text": "", "hierarchy_path": [], "provenance": {}, "confidence": {}}

@@ -42,7 +42,7 @@ from hypothesis import strategies as st
 
 from longparser import chunk_blocks
 from longparser.resources import Resources
-from longparser.tokens import estimate_tokens
+from longparser.tokens import ESTIMATE, count
 from schemas import Block, ChunkResult
 from tests.property.strategies import block_streams, configs
 
@@ -210,7 +210,7 @@ def check_overlap_and_types(
     by_id = {b["block_id"]: b for b in blocks}
     tables = ("table", "table_schema")
     for index, chunk in enumerate(result.chunks):
-        assert chunk.token_count == estimate_tokens(chunk.text)
+        assert chunk.token_count == count(ESTIMATE, chunk.text)
         if chunk.chunk_type not in tables and any(by_id[b]["type"] == "equation" for b in chunk.block_ids):
             assert (chunk.chunk_type, chunk.equation_detected) == ("equation", True)
         copied = chunk.metadata.get("overlap_block_ids", [])

@@ -116,7 +116,7 @@ def test_fixture_converts_and_every_block_validates(name: str) -> None:
     assert blocks
     request = parse_input({"document_id": "x", "blocks": blocks})
     assert len(request.blocks) == len(blocks)
-    assert all(block.provenance.extractor == "docling" for block in request.blocks)
+    assert all(block.provenance["extractor"] == "docling" for block in request.blocks)
     assert all(isinstance(block["flags"], dict) and block["flags"]["docling_label"] for block in blocks)
     assert conversion.report.blocks_by_type == {
         kind: sum(1 for block in blocks if block["type"] == kind) for kind in {b["type"] for b in blocks}
