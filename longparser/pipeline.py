@@ -81,7 +81,8 @@ def _semantic(
         logger.warning("semantic chunking requested but unavailable (%s); packing structurally", reason)
         return None, SemanticStats(requested=True, available=False, reason=reason)
     texts = [packable_texts(segments) for segments in segmented]
-    boundaries, embedded = section_boundaries(texts, encoder, config.semantic_threshold)
+    boundaries, embedded = section_boundaries(
+        texts, encoder, config.semantic_threshold, **config.semantic_method_args())
     stats = SemanticStats(
         requested=True,
         available=True,
