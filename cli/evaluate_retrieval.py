@@ -15,15 +15,16 @@
 3. **Ranking.** Chunks (``text``: overlap context included, as a retriever would embed them)
    and questions are embedded with the pinned model in one batch; for each question every
    chunk of every long document is ranked by cosine, ties in chunk order.
-4. **Context.** Chunks are taken best-first: the best one always (a chunk is never truncated),
-   then the next ones while the total ``token_count`` stays within ``--budget``, stopping at
-   the first that would exceed it. Tokens are counted by the engine's token counter (the
-   output names it), the one that made ``token_count``.
-5. **Metrics**, means over questions: *hit rate* - the answer block is inside the context (a
-   context chunk's ``block_ids`` holds its id); *MRR* - 1 / rank of the first chunk whose
-   ``block_ids`` holds it, over the full ranking; *context precision* - the share of the
-   context's tokens that come from the answer's source document (each block a context chunk
-   carries, overlap blocks included, counted once per chunk with the same counter).
+4. **Context.** Exactly ``--budget`` tokens for every configuration: chunks are read
+   best-first, each as the blocks whose text it carries (overlap context, then its
+   ``block_ids``), blocks taken whole while they fit, and the first block that does not fit is
+   cut to the tokens left (a prompt packer truncates its last passage). Without the cut,
+   configurations whose chunks fill the budget less would be compared on smaller contexts.
+   Tokens are counted per block by the engine's token counter (the output names it).
+5. **Metrics**, means over questions: *hit rate* - the answer block is inside the context
+   (whole, in a chunk that has it among its ``block_ids``); *MRR* - 1 / rank of the first
+   chunk whose ``block_ids`` holds it, over the full ranking; *context precision* - the share
+   of the context's tokens that come from the answer's source document.
 
 Exit status: 0 report printed; 2 bad input (unreadable file, wrong shape, no questions, invalid
 config, budget or group size below 1, invalid ``LONGPARSER_*`` settings); 3 the encoder cannot
@@ -88,19 +89,34 @@ def rank_chunks(encoder: Encoder, questions: Sequence[str], chunk_texts: Sequenc
     return np.argsort(-scores, axis=1, kind="stable")
 
 
-def take_context(order: Sequence[int], chunk_tokens: Sequence[int], budget: int) -> list[int]:
-    """The best chunk, then the next ones while the total stays within ``budget``."""
-    taken, total = [], 0
+Carried = tuple[str, bool]  # (block id, among the chunk's primary block_ids)
+
+
+def take_context(
+    order: Sequence[int], carried: Sequence[Sequence[Carried]], block_tokens: dict[str, int], budget: int
+) -> list[tuple[Carried, int]]:
+    """``((block id, primary), tokens taken)`` of the context: exactly ``budget`` tokens when the
+    corpus has them.
+
+    Chunks are read best-first, each as the blocks it carries in reading order (overlap context
+    first); blocks are taken whole while they fit, and the first that does not fit is cut to
+    the tokens left, which ends the context.
+    """
+    taken, left = [], budget
     for index in order:
-        if taken and total + chunk_tokens[index] > budget:
-            break
-        taken.append(int(index))
-        total += chunk_tokens[index]
+        for block in carried[index]:
+            tokens = block_tokens[block[0]]
+            taken.append((block, min(tokens, left)))
+            left -= taken[-1][1]
+            if left == 0:
+                return taken
     return taken
 
 
-def _carried(chunk: Chunk) -> list[str]:
-    return [*chunk.block_ids, *chunk.metadata.get("overlap_block_ids", [])]
+def carried_blocks(chunk: Chunk) -> list[Carried]:
+    """The blocks whose text a chunk carries, in its reading order: overlap context, then primary."""
+    overlap = chunk.metadata.get("overlap_block_ids", [])
+    return [(b, False) for b in overlap] + [(b, True) for b in chunk.block_ids]
 
 
 def score_question(
@@ -108,17 +124,15 @@ def score_question(
     block_tokens: dict[str, int], block_source: dict[str, str],
 ) -> dict[str, Any]:
     """Hit, reciprocal rank and context precision of one question."""
-    context = take_context(order, [c.token_count for c in chunks], budget)
+    context = take_context(order, [carried_blocks(c) for c in chunks], block_tokens, budget)
     rank = next((r for r, i in enumerate(order, 1) if answer in chunks[i].block_ids), None)
-    carried = [b for i in context for b in _carried(chunks[i])]
-    total = sum(block_tokens[b] for b in carried)
-    own = sum(block_tokens[b] for b in carried if block_source[b] == source)
+    total = sum(tokens for _, tokens in context)
+    own = sum(tokens for (block, _), tokens in context if block_source[block] == source)
     return {
-        "hit": any(answer in chunks[i].block_ids for i in context),
+        "hit": any(c == (answer, True) and tokens == block_tokens[answer] for c, tokens in context),
         "rank": rank,
         "reciprocal_rank": 0.0 if rank is None else 1.0 / rank,
-        "context_chunks": len(context),
-        "context_tokens": sum(chunks[i].token_count for i in context),
+        "context_tokens": total,
         "context_precision": own / total if total else 0.0,
     }
 

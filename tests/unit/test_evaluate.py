@@ -408,31 +408,44 @@ def _chunk(ids: list[str], tokens: int, overlap: list[str] | None = None) -> Chu
                  metadata={"overlap_block_ids": overlap} if overlap else {})  # fmt: skip
 
 
+_TOKENS = {"a#0": 10, "a#1": 10, "b#0": 10, "b#1": 10}
+_SOURCE = {"a#0": "a", "a#1": "a", "b#0": "b", "b#1": "b"}
+
+
 @pytest.mark.parametrize(
-    ("order", "tokens", "budget", "taken"),
+    ("order", "budget", "taken"),
     [
-        ([2, 0, 1], [100, 100, 100], 250, [2, 0]),
-        ([2, 0, 1], [100, 200, 300], 250, [2]),  # the best chunk alone already exceeds: kept
-        ([0, 1, 2], [100, 200, 50], 250, [0]),  # stops at the first that does not fit
-        ([1, 0], [10, 20], 30, [1, 0]),  # exactly the budget
+        ([1, 2, 0], 25, [(("a#0", False), 10), (("b#0", True), 10), (("b#1", True), 5)]),  # last block cut
+        ([2, 0, 1], 20, [(("a#1", True), 10), (("a#0", True), 10)]),  # exactly the budget
+        ([2, 1], 5, [(("a#1", True), 5)]),  # the best chunk alone is cut to the budget
+        ([2], 100, [(("a#1", True), 10)]),  # the corpus is smaller than the budget
     ],
 )
-def test_take_context_best_first_within_budget(
-    order: list[int], tokens: list[int], budget: int, taken: list[int]
-) -> None:
-    assert retrieval.take_context(order, tokens, budget) == taken
-
-
-def test_score_question_hit_rank_and_precision_by_block_tokens() -> None:
+def test_take_context_fills_exactly_the_budget(order: list[int], budget: int, taken: list[Any]) -> None:
     chunks = [_chunk(["a#0"], 10), _chunk(["b#0", "b#1"], 20, overlap=["a#0"]), _chunk(["a#1"], 10)]
-    block_tokens = {"a#0": 10, "a#1": 10, "b#0": 10, "b#1": 10}
-    block_source = {"a#0": "a", "a#1": "a", "b#0": "b", "b#1": "b"}
-    got = retrieval.score_question([1, 2, 0], chunks, "a#0", "a", 30, block_tokens, block_source)
-    # context: chunk 1 (20) + chunk 2 (10) = 30; a#0 only as overlap (not a hit); rank 3
-    assert got == {
-        "hit": False, "rank": 3, "reciprocal_rank": 1 / 3, "context_chunks": 2, "context_tokens": 30,
-        "context_precision": 20 / 40,  # a#0 (overlap) + a#1 of a#0, a#1, b#0, b#1
-    }  # fmt: skip
+    carried = [retrieval.carried_blocks(c) for c in chunks]
+    assert retrieval.take_context(order, carried, _TOKENS, budget) == taken
+
+
+@pytest.mark.parametrize(
+    ("order", "answer", "budget", "expected"),
+    [
+        # a#0 only as overlap context of chunk 1: not a hit; context a#0 + b#0 + half of b#1
+        ([1, 2, 0], "a#0", 25, {"hit": False, "rank": 3, "reciprocal_rank": 1 / 3, "context_tokens": 25,
+                                "context_precision": 10 / 25}),
+        ([0, 2, 1], "a#0", 20, {"hit": True, "rank": 1, "reciprocal_rank": 1.0, "context_tokens": 20,
+                                "context_precision": 1.0}),
+        # b#1 is cut (5 of its 10 tokens): ranked 1st, but not inside the context
+        ([1, 0], "b#1", 25, {"hit": False, "rank": 1, "reciprocal_rank": 1.0, "context_tokens": 25,
+                             "context_precision": 15 / 25}),
+    ],
+)  # fmt: skip
+def test_score_question_hit_rank_and_precision(
+    order: list[int], answer: str, budget: int, expected: dict[str, Any]
+) -> None:
+    chunks = [_chunk(["a#0"], 10), _chunk(["b#0", "b#1"], 20, overlap=["a#0"]), _chunk(["a#1"], 10)]
+    got = retrieval.score_question(order, chunks, answer, _SOURCE[answer], budget, _TOKENS, _SOURCE)
+    assert got == expected
 
 
 def test_long_documents_take_every_lth_document() -> None:
@@ -455,8 +468,10 @@ def test_cli_retrieval_report(
     assert (report["long_documents"], report["documents"], report["blocks"], report["chunks"]) == (1, 2, 6, 6)
     assert report["token_counter"] == "DEC-04 estimate (whitespace words x 1.33)"
     assert (report["questions"], report["hit_rate"], report["mrr"]) == (2, 1.0, 1.0)
-    # each question's best chunk is its answer block alone (53 tokens): the next would exceed 60
+    # each question's best chunk is its answer block alone (53 tokens), then 7 tokens of its
+    # neighbour from the same document: the context is all from the source document
     assert report["context_precision"] == 1.0
+    assert report["mean_context_tokens"] == 60
     assert [q["answer_block_id"] for q in report["per_question"]] == ["geo#2", "geo#0"]
     assert len(encoder.calls) == 1  # structural config: chunks and questions in one batch
     assert main(args) == 0
