@@ -188,7 +188,7 @@ def test_worker_process_loader_loads_once_and_reuses_across_tasks(
 ) -> None:
     from service.store import ResultStore
     from tasks.chunk import run_chunk_job
-    from worker.process import get_process_resources, init_process_resources
+    from worker.context import WorkerContext, build_process_resources
 
     loads: list[Any] = []
     real_loader = resources_module.load_encoder
@@ -208,7 +208,8 @@ def test_worker_process_loader_loads_once_and_reuses_across_tasks(
     )
     store = ResultStore(fakeredis.FakeRedis(), "lp-real-test", 60)
     with worker_state_restored():
-        initialised = init_process_resources(settings)  # what worker_process_init runs
+        # what worker_process_init builds once per pool child, handed to every task it runs
+        context = WorkerContext(settings=settings, store=store, resources=build_process_resources(settings))
         summaries = []
         for document in DOCUMENTS[1:3]:
             payload = {
@@ -219,22 +220,14 @@ def test_worker_process_loader_loads_once_and_reuses_across_tasks(
                 ],
                 "config": {"use_semantic_chunking": True, "min_tokens": 10, "overlap_blocks": 0},
             }
-            summaries.append(
-                run_chunk_job(
-                    payload,
-                    settings=settings,
-                    store=store,
-                    resources=get_process_resources,
-                    report=lambda *a: None,
-                )
-            )
-        assert get_process_resources() is initialised
+            summaries.append(run_chunk_job(payload, context))
         assert torch.get_num_threads() == settings.torch_threads
     assert len(loads) == 1
-    assert initialised.encoder is not None
-    assert initialised.encoder.weights_sha256 == PINNED_SHA256
+    assert context.resources is not None and context.resources.encoder is not None
+    assert context.resources.encoder.weights_sha256 == PINNED_SHA256
     for document, summary in zip(DOCUMENTS[1:3], summaries, strict=True):
         record = store.load_record(document["id"])
+        assert record is not None
         assert summary["chunks"] == 2
         assert [c["block_ids"] for c in record["result"]["chunks"]] == [
             [f"{document['id']}-0", f"{document['id']}-1"],
