@@ -33,7 +33,7 @@ embeddings: $(VENV)/.embeddings
 # RUN_BACKEND=auto|redis|embedded forces the choice.
 RUN_BACKEND ?= auto
 run: $(VENV)/.dev
-	$(PY) -m cli.demo --backend $(RUN_BACKEND)
+	@$(PY) -m cli.demo --backend $(RUN_BACKEND)
 
 test: $(VENV)/.dev
 	$(PY) -m pytest --cov=longparser --cov-report=term-missing --cov-fail-under=90

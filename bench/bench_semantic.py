@@ -9,7 +9,11 @@ all-MiniLM-L6-v2 loaded by the production loader on the CPU with 1 torch thread:
 2. the model's own ``SentenceTransformer.encode`` on exactly the texts the pipeline sent
    (captured from a first run), same batch size, same process, same thread count;
 3. overhead = (1) / (2) - 1; the target is < 20 %. Best of ``--repeat`` runs, alternated so
-   that machine noise hits both alike.
+   that machine noise hits both alike;
+4. the boundary method's own cost: ``section_boundaries`` on the captured sections with an
+   encoder that returns the vectors already computed (planning, normalisation and the method,
+   no model), for each method of the registry, as a share of (2); the target is <= 5 %. Also on
+   the worst case for a method's cost: all the texts as ONE section.
 
 Both wall time and process CPU time are measured. The verdict uses CPU time: with one torch
 thread the work is single-threaded, so CPU time is the cost of the work itself, while wall time
@@ -26,8 +30,12 @@ threads (wall clock). Exit status 1 when the overhead target is missed.
 the CPU). The work then leaves the process's CPU time, so the verdict uses wall time, and the
 thread-count line is left out.
 
+``--method`` picks the method of the end-to-end run (1) (default ``adjacent``, the default
+config).
+
 Usage:
-    OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 .venv/bin/python bench/bench_semantic.py [--repeat 2]
+    OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 .venv/bin/python bench/bench_semantic.py [--repeat 2] \\
+        [--method recommended]
     .venv/bin/python bench/bench_semantic.py --device cuda
 """
 
@@ -50,9 +58,12 @@ import gen_blocks  # noqa: E402
 import longparser.pipeline as pipeline  # noqa: E402
 from loaders.encoder import SentenceTransformerEncoder, load_encoder  # noqa: E402
 from longparser import Resources, chunk_blocks  # noqa: E402
+from longparser.boundary_methods import ALIASES, METHODS  # noqa: E402
 from longparser.semantic import section_boundaries  # noqa: E402
+from schemas import ChunkingConfig  # noqa: E402
 
 OVERHEAD_TARGET = 0.20
+METHOD_TARGET = 0.05
 Timing = tuple[float, float]  # (wall seconds, process CPU seconds)
 
 
@@ -97,9 +108,9 @@ def capture_run(
     """One semantic run that also records the per-section texts given to ``section_boundaries``."""
     seen: list[Any] = []
 
-    def spy(sections: Any, encoder: Any, threshold: float) -> Any:
+    def spy(sections: Any, encoder: Any, threshold: float, **method: Any) -> Any:
         seen.append(sections)
-        return section_boundaries(sections, encoder, threshold)
+        return section_boundaries(sections, encoder, threshold, **method)
 
     pipeline.section_boundaries = spy
     try:
@@ -108,13 +119,51 @@ def capture_run(
         pipeline.section_boundaries = section_boundaries
 
 
+class CachedEncoder:
+    """Returns vectors computed once: what is left of ``section_boundaries`` is its own work."""
+
+    name, weights_sha256 = "cached", None
+
+    def __init__(self, texts: list[str], vectors: Any):
+        self.rows = {text: row for text, row in zip(texts, vectors, strict=True)}
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        import numpy as np
+
+        return np.stack([self.rows[t] for t in texts])
+
+
+def method_costs(
+    sections: list[list[str]], encoder: SentenceTransformerEncoder, repeat: int
+) -> dict[str, Timing]:
+    """Best-of timings of ``section_boundaries`` without the model, per method, per-section and
+    with every text in one section."""
+    texts = list(dict.fromkeys(text for section in sections for text in section if text.strip()))
+    cached = CachedEncoder(texts, encoder.encode(texts))
+    one_section = [[text for section in sections for text in section]]
+    costs: dict[str, Timing] = {}
+    for name in [*METHODS, *ALIASES]:
+        if name in ALIASES:
+            continue
+        config = ChunkingConfig(semantic_method=name)
+        threshold, args = config.semantic_threshold, config.semantic_method_args()
+        for label, layout in (("sections", sections), ("one section", one_section)):
+            timing = (float("inf"), float("inf"))
+            for _ in range(max(repeat, 3)):
+                timing = best(timing, timed(lambda layout=layout, threshold=threshold, args=args: (
+                    section_boundaries(layout, cached, threshold, **args))))  # fmt: skip
+            costs[f"{name}, {label}"] = timing
+    return costs
+
+
 def measure(
-    blocks: list[Any], encoder: SentenceTransformerEncoder, texts: list[str], repeat: int, on_cpu: bool
+    blocks: list[Any], encoder: SentenceTransformerEncoder, texts: list[str], repeat: int, on_cpu: bool,
+    method: str = "adjacent",
 ) -> dict[str, Any]:
     """Best-of timings of semantic chunking, pure encoding (1 and 2 threads) and structural chunking."""
     import torch
 
-    semantic = {"use_semantic_chunking": True}
+    semantic = {"use_semantic_chunking": True, "semantic_method": method}
     inf = (float("inf"), float("inf"))
     chunk, encode, encode2, structural = inf, inf, inf, inf
     for _ in range(repeat):  # alternate so that noise hits both measurements alike
@@ -129,6 +178,18 @@ def measure(
     return {"chunk": chunk, "encode": encode, "encode2": encode2, "structural": structural}
 
 
+def report_methods(costs: dict[str, Timing], encode: Timing, on_cpu: bool) -> bool:
+    """Print each method's own cost as a share of the pure encode; True when all meet the target."""
+    which = 1 if on_cpu else 0
+    passed = True
+    for label, timing in costs.items():
+        share = timing[which] / encode[which]
+        passed &= share <= METHOD_TARGET
+        print(f"boundary method {label:24} {timing[0] * 1000:8.1f} ms wall {timing[1] * 1000:8.1f} ms cpu = "
+              f"{share:.2%} of the encode (target <= {METHOD_TARGET:.0%})")  # fmt: skip
+    return passed
+
+
 def report(args: argparse.Namespace, facts: dict[str, Any], t: dict[str, Timing]) -> bool:
     """Print the figures; True when the (CPU-time) overhead target is met."""
     overhead_wall = t["chunk"][0] / t["encode"][0] - 1.0
@@ -136,7 +197,7 @@ def report(args: argparse.Namespace, facts: dict[str, Any], t: dict[str, Timing]
     n = facts["embedded"]
     print(
         f"stream: {args.blocks} blocks (gen_blocks seed {gen_blocks.DEFAULT_SEED}), "
-        f"{facts['chunks']} chunks out"
+        f"{facts['chunks']} chunks out; semantic_method {args.method}"
     )
     print(
         f"texts: {facts['packable']} non-blank packable texts, {n} distinct texts embedded in one batch, "
@@ -177,6 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--blocks", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--device", default="cpu", help="torch device (default cpu, the production setting)")
+    parser.add_argument("--method", default="adjacent", choices=sorted([*METHODS, *ALIASES]),
+                        help="semantic_method of the end-to-end run (default adjacent)")
     args = parser.parse_args(argv)
 
     import torch  # before the RSS baseline, so that "loaded" minus "before" is the model
@@ -190,7 +253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     rss_loaded = rss_mib()
 
     recorder = RecordingEncoder(encoder)
-    result, sections = capture_run(blocks, {"use_semantic_chunking": True}, recorder)  # also the warm-up
+    config = {"use_semantic_chunking": True, "semantic_method": args.method}
+    result, sections = capture_run(blocks, config, recorder)  # also the warm-up
     (texts,) = recorder.batches
     facts = {
         "chunks": len(result.chunks),
@@ -202,7 +266,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "rss_before": rss_before,
         "rss_loaded": rss_loaded,
     }
-    return 0 if report(args, facts, measure(blocks, encoder, texts, args.repeat, args.device == "cpu")) else 1
+    on_cpu = args.device == "cpu"
+    timings = measure(blocks, encoder, texts, args.repeat, on_cpu, args.method)
+    passed = report(args, facts, timings)
+    costs = method_costs(sections[0], encoder, args.repeat)
+    passed &= report_methods(costs, timings["encode"], on_cpu)
+    return 0 if passed else 1
 
 
 if __name__ == "__main__":

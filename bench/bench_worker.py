@@ -48,7 +48,7 @@ from longparser import chunk_request  # noqa: E402
 from schemas import parse_input  # noqa: E402
 from service.keys import result_key  # noqa: E402
 from tasks import client  # noqa: E402
-from worker.process import build_process_resources  # noqa: E402
+from worker.context import build_process_resources  # noqa: E402
 
 DEFAULT_REDIS = "redis://127.0.0.1:6379/14"
 READY_TIMEOUT_S = 60.0
@@ -132,7 +132,7 @@ def start_worker(settings: Settings, concurrency: int, log_dir: Path) -> tuple[s
     with (log_dir / f"worker-c{concurrency}.log").open("wb") as log:
         proc = subprocess.Popen(argv, cwd=ROOT, env=_env(settings), stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
-    app = client.producer_app(settings)
+    app = client.producer_celery(settings)
     deadline = time.monotonic() + READY_TIMEOUT_S
     while not app.control.ping(destination=[node], timeout=0.5):
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -169,7 +169,7 @@ def _run_batch(docs: list[dict[str, Any]], settings: Settings, sequential: bool)
 
 def _task_durations(settings: Settings, task_ids: list[str]) -> list[float]:
     """``duration_ms`` the tasks report (validate + chunk + store, inside the worker child)."""
-    app = client.producer_app(settings)
+    app = client.producer_celery(settings)
     return [float(app.AsyncResult(task_id).get(timeout=30)["duration_ms"]) for task_id in task_ids]
 
 

@@ -28,11 +28,12 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import redis
 from kombu.utils.url import maybe_sanitize_url
 
-from config.settings import Settings, get_settings
+from config.settings import Settings, SettingsError, get_settings
 from service.keys import kombu_queue_keys
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -156,16 +157,14 @@ def _tail(path: Path, lines: int = 20) -> str:
         return "(no worker log)"
 
 
-def wait_for_result(handle: object, process: subprocess.Popen[bytes], timeout: float, settings: Settings):
+def wait_for_result(handle: object, process: subprocess.Popen[bytes], timeout: float, producer: Any):
     """Poll for the result, failing fast if the worker process dies while we wait."""
-    from tasks.client import get_result
     from tasks.errors import ResultTimeout
 
     deadline = time.monotonic() + timeout
     while True:
         try:
-            return get_result(handle, timeout=min(1.0, max(0.0, deadline - time.monotonic())),
-                              settings=settings)
+            return producer.get_result(handle, timeout=min(1.0, max(0.0, deadline - time.monotonic())))
         except ResultTimeout:
             if process.poll() is not None:
                 raise RuntimeError(f"the worker exited with status {process.returncode}") from None
@@ -175,17 +174,17 @@ def wait_for_result(handle: object, process: subprocess.Popen[bytes], timeout: f
 
 def _submit_and_wait(request: object, settings: Settings, timeout: float) -> object:
     """Run the worker, submit, wait; the worker is stopped and the private queue deleted after."""
-    from tasks.client import submit
+    from tasks.client import Producer
 
     queue = settings.structural_queue
     log_path = LOG_DIR / f"{queue}-worker.log"
     try:
-        with running_worker(settings, log_path) as process:
+        with running_worker(settings, log_path) as process, Producer(settings) as producer:
             print(f"worker: started (pid {process.pid}, queue {queue}, log {log_path})", flush=True)
-            handle = submit(request, settings=settings)
+            handle = producer.submit(request)
             print(f"submitted: document {handle.document_id} (task {handle.task_id})", flush=True)
             try:
-                return wait_for_result(handle, process, timeout, settings)
+                return wait_for_result(handle, process, timeout, producer)
             except Exception as exc:
                 raise RuntimeError(f"{type(exc).__name__}: {exc}\n--- worker log tail ---\n"
                                    f"{_tail(log_path)}") from exc
@@ -198,7 +197,11 @@ def run_demo(choice: str, input_path: Path, timeout: float) -> int:
     from cli.chunk import format_summary, load_request
     from schemas import InputError
 
-    settings = get_settings()
+    try:
+        settings = get_settings()
+    except SettingsError as exc:
+        print(f"make run: error: settings (LONGPARSER_* environment / .env): {exc}", file=sys.stderr)
+        return 2
     try:
         request = load_request(argparse.Namespace(input=str(input_path), config=None, semantic=False))
     except InputError as exc:

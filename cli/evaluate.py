@@ -1,10 +1,15 @@
 """``longparser evaluate``: the production boundary detector scored on a labelled file.
 
-The metrics and their conventions are documented in :mod:`longparser.evaluation`.
+``longparser evaluate FILE [--method NAME] [--threshold T] [--pair-threshold P]
+[--boundary-cost C] [-c CONFIG.json] [--json]``: the method and its parameters are the
+``semantic_*`` fields of a chunking config (``-c`` first, then the flags; defaults as in
+:class:`schemas.ChunkingConfig`), so a configuration is scored exactly as a request with that
+config would chunk. The metrics and their conventions are documented in
+:mod:`longparser.evaluation`.
 
 Exit status: 0 report printed; 2 bad input (unreadable file, wrong shape, boundary out of
-range, threshold outside [0, 1], invalid ``LONGPARSER_*`` settings); 3 the encoder cannot be
-loaded (the message says what to install).
+range, a parameter outside its bounds, an invalid config, invalid ``LONGPARSER_*`` settings);
+3 the encoder cannot be loaded (the message says what to install).
 """
 
 from __future__ import annotations
@@ -14,9 +19,41 @@ import json
 import sys
 from typing import Any
 
-from loaders.encoder import load_encoder
+from loaders.encoder import SentenceTransformerEncoder, load_encoder
 from loaders.pinned_model import EncoderUnavailable
-from longparser.evaluation import LabelledInputError, evaluate_predictions, parse_labelled, predict_boundaries
+from longparser.boundary_methods import resolve
+from longparser.evaluation import (
+    LabelledDocument,
+    LabelledInputError,
+    evaluate_predictions,
+    parse_labelled,
+    predict_boundaries,
+)
+from schemas import ChunkingConfig
+
+# Command-line flag -> ChunkingConfig field (the method's parameters live in the config).
+PARAMETER_FLAGS = {
+    "threshold": "semantic_threshold",
+    "pair_threshold": "semantic_pair_threshold",
+    "boundary_cost": "semantic_boundary_cost",
+}
+
+
+class CommandError(Exception):
+    """A failure the command reports as one line, with its exit status."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def method_parameters(config: ChunkingConfig) -> dict[str, Any]:
+    """The method that runs (an alias resolved) and its parameters, as the report prints them."""
+    name = resolve(config.semantic_method)
+    if name == "adjacent":
+        return {"method": name, "threshold": config.semantic_threshold}
+    own = {k: v for k, v in config.semantic_method_args().items() if k != "method"}
+    return {"method": name, **own}
 
 
 def _fmt(value: float | None) -> str:
@@ -24,15 +61,27 @@ def _fmt(value: float | None) -> str:
 
 
 def format_report(report: dict[str, Any]) -> str:
-    """Readable table: per document, then per kind and overall."""
-    lines = [f"threshold {report['threshold']}  model {report['model']}  sha256 {report['weights_sha256']}"]
+    """Readable table: per document, then per kind and overall, then one-topic documents."""
+    params = "  ".join(f"{k} {v}" for k, v in report["parameters"].items() if k != "method")
+    model = f"model {report['model']}  sha256 {report['weights_sha256']}"
+    lines = [f"method {report['method']}  {params}  {model}"]
     lines.append("")
     lines.append(f"{'document':<28} {'kind':<14} reference -> predicted")
     for s in report["documents"]:
         lines.append(f"{s['id']:<28} {s['kind']:<14} {s['reference']} -> {s['predicted']}")
-    lines += ["", f"{'group':<16} docs  tp  fp  fn  precision recall     f1     pk windowdiff"]
-    groups = [*report["kinds"].items(), ("overall", report["overall"])]
-    for name, g in groups:
+    unsegmented = report["no_boundary_documents"]
+    by_kind = ", ".join(
+        f"{kind} {g['boundaries']} in {g['documents']}" for kind, g in unsegmented["kinds"].items()
+    )
+    lines += [
+        "",
+        f"boundaries in one-topic documents (reference has none): {unsegmented['boundaries']} in "
+        f"{unsegmented['documents']} documents, {unsegmented['documents_with_boundaries']} cut"
+        + (f" ({by_kind})" if by_kind else ""),
+        "",
+        f"{'group':<16} docs  tp  fp  fn  precision recall     f1     pk windowdiff",
+    ]
+    for name, g in [*report["kinds"].items(), ("overall", report["overall"])]:
         lines.append(
             f"{name:<16} {g['documents']:>4} {g['tp']:>3} {g['fp']:>3} {g['fn']:>3}     "
             f"{_fmt(g['precision'])} {_fmt(g['recall'])} {_fmt(g['f1'])} {_fmt(g['pk'])}     "
@@ -55,37 +104,104 @@ def _configured_model_path() -> str | None:
     return None if value in (None, "") else str(value)
 
 
-def _fail(status: int, message: str) -> int:
-    print(f"longparser evaluate: error: {message}", file=sys.stderr)
-    return status
+def _bounds_error(flag: str, field: str, value: float) -> str | None:
+    """The message for a parameter outside the bounds its config field declares, else None."""
+    low = high = None
+    for rule in ChunkingConfig.model_fields[field].metadata:
+        low = getattr(rule, "ge", low)
+        high = getattr(rule, "le", high)
+    if (low is not None and value < low) or (high is not None and value > high):
+        return f"--{flag.replace('_', '-')} must be within [{low:g}, {high:g}], got {value}"
+    return None
+
+
+def _read_json(path: str, what: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CommandError(2, f"cannot read {what} {path}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise CommandError(2, f"{what} {path} is not valid JSON: {exc}") from None
+
+
+def build_config(args: argparse.Namespace) -> ChunkingConfig:
+    """``-c`` CONFIG (if any) with the method flags over it, validated.
+
+    Raises:
+        CommandError: status 2, naming the flag or the config problem.
+    """
+    fields: dict[str, Any] = {}
+    if getattr(args, "config", None):
+        fields = _read_json(args.config, "config")
+        if not isinstance(fields, dict):
+            raise CommandError(2, f"config {args.config}: expected a JSON object of ChunkingConfig fields")
+    if getattr(args, "method", None) is not None:
+        fields["semantic_method"] = args.method
+    for flag, field in PARAMETER_FLAGS.items():
+        value = getattr(args, flag, None)
+        if value is None:
+            continue
+        message = _bounds_error(flag, field, value)
+        if message:
+            raise CommandError(2, message)
+        fields[field] = value
+    try:
+        return ChunkingConfig.model_validate(fields)
+    except ValueError as exc:  # pydantic's ValidationError
+        raise CommandError(2, f"invalid config: {' '.join(str(exc).split())}") from None
+
+
+def read_labelled(path: str) -> list[LabelledDocument]:
+    """Parse the labelled file. Raises: CommandError (status 2)."""
+    data = _read_json(path, "labelled file")
+    try:
+        return parse_labelled(data)
+    except LabelledInputError as exc:
+        raise CommandError(2, f"{path}: {exc}") from None
+
+
+def encoder_for(args: argparse.Namespace) -> SentenceTransformerEncoder:
+    """The pinned encoder (``--model-path``, else the settings', else the model package's).
+
+    Raises:
+        CommandError: status 2 for invalid settings, 3 when the model cannot be loaded.
+    """
+    try:
+        model_path = args.model_path or _configured_model_path()
+    except ValueError as exc:
+        raise CommandError(2, f"invalid LONGPARSER_* settings: {exc}") from None
+    try:
+        return load_encoder(model_path)
+    except EncoderUnavailable as exc:
+        raise CommandError(3, str(exc)) from None
+
+
+def fail(command: str, error: CommandError) -> int:
+    print(f"longparser {command}: error: {error}", file=sys.stderr)
+    return error.status
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
     """CLI entry point; see the module docstring for the exit statuses."""
-    if not 0.0 <= args.threshold <= 1.0:
-        return _fail(2, f"--threshold must be within [0, 1], got {args.threshold}")
     try:
-        with open(args.labelled, encoding="utf-8") as handle:
-            documents = parse_labelled(json.load(handle))
-    except (OSError, UnicodeDecodeError) as exc:
-        return _fail(2, f"cannot read {args.labelled}: {exc}")
-    except json.JSONDecodeError as exc:
-        return _fail(2, f"{args.labelled} is not valid JSON: {exc}")
-    except LabelledInputError as exc:
-        return _fail(2, f"{args.labelled}: {exc}")
-    try:
-        model_path = args.model_path or _configured_model_path()
-    except ValueError as exc:
-        return _fail(2, f"invalid LONGPARSER_* settings: {exc}")
-    try:
-        encoder = load_encoder(model_path)
-    except EncoderUnavailable as exc:
-        return _fail(3, str(exc))
+        config = build_config(args)
+        documents = read_labelled(args.labelled)
+        encoder = encoder_for(args)
+    except CommandError as exc:
+        return fail("evaluate", exc)
+    parameters = method_parameters(config)
+    predicted = predict_boundaries(
+        documents, encoder, config.semantic_threshold, **config.semantic_method_args()
+    )
     report = {
-        "threshold": args.threshold,
+        "method": parameters["method"],
+        "requested_method": config.semantic_method,
+        "parameters": parameters,
+        **({"threshold": config.semantic_threshold} if parameters["method"] == "adjacent" else {}),
         "model": encoder.name,
         "weights_sha256": encoder.weights_sha256,
-        **evaluate_predictions(documents, predict_boundaries(documents, encoder, args.threshold)),
+        **evaluate_predictions(documents, predicted),
     }
     print(json.dumps(report, indent=2) if args.json else format_report(report))
     return 0

@@ -3,7 +3,10 @@
 Subcommands:
 
 * ``chunk INPUT.json [-c CONFIG.json] [-o OUT.json] [--semantic]`` - run the engine locally;
-* ``evaluate LABELLED.json [--threshold 0.3] [--json]`` - boundary quality with the real model;
+* ``evaluate LABELLED.json [--method NAME] [--threshold 0.3] [--json]`` - boundary quality with
+  the real model;
+* ``evaluate-retrieval LABELLED.json [-c CONFIG.json] [--budget 512]`` - retrieval hit rate, MRR
+  and context precision of a chunking config, with the real model;
 * ``submit INPUT.json [--wait] [--semantic]`` - enqueue on the worker fleet;
 * ``result DOCUMENT_ID`` - fetch a stored result.
 
@@ -17,6 +20,8 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+
+from longparser.boundary_methods import ALIASES, METHODS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,9 +41,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate = sub.add_parser("evaluate", help="boundary precision/recall/F1, Pk and WindowDiff")
     evaluate.add_argument("labelled", metavar="LABELLED.json")
-    evaluate.add_argument("--threshold", type=float, default=0.3)
+    evaluate.add_argument("--method", choices=sorted([*METHODS, *ALIASES]), default=None,
+                          help="boundary method (default: the config's, adjacent)")
+    evaluate.add_argument("--threshold", type=float, default=None, help="adjacent: cosine threshold (0.3)")
+    evaluate.add_argument("--pair-threshold", type=float, default=None, help="cohesion: pair threshold")
+    evaluate.add_argument("--boundary-cost", type=float, default=None, help="cohesion: boundary cost")
+    evaluate.add_argument("-c", "--config", metavar="CONFIG.json", help="ChunkingConfig fields (JSON object)")
     evaluate.add_argument("--json", action="store_true", help="print the report as JSON")
     evaluate.add_argument("--model-path", default=None, help="local model directory (default: settings)")
+
+    retrieval = sub.add_parser(
+        "evaluate-retrieval", help="hit rate, MRR and context precision of a chunking config"
+    )
+    retrieval.add_argument("labelled", metavar="LABELLED.json")
+    retrieval.add_argument("-c", "--config", metavar="CONFIG.json", help="ChunkingConfig fields (JSON)")
+    retrieval.add_argument("--budget", type=int, default=512, help="context budget in tokens (512)")
+    retrieval.add_argument("--group-size", type=int, default=4, help="documents per long document (4)")
+    retrieval.add_argument("--json", action="store_true", help="print the report as JSON")
+    retrieval.add_argument("--model-path", default=None, help="local model directory (default: settings)")
 
     submit = sub.add_parser("submit", help="enqueue a document on the worker fleet")
     submit.add_argument("input", metavar="INPUT.json", help="block list, ChunkRequest or LongParser document")
@@ -62,6 +82,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from cli.evaluate import run_evaluate
 
         return run_evaluate(args)
+    if args.command == "evaluate-retrieval":
+        from cli.evaluate_retrieval import run_evaluate_retrieval
+
+        return run_evaluate_retrieval(args)
     if args.command == "submit":
         from cli.submit import run_submit
 

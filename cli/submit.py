@@ -3,10 +3,12 @@
 * ``submit INPUT [-c CONFIG] [--wait] [--timeout S] [--semantic]`` - INPUT in any shape
   ``longparser chunk`` accepts; the document id comes from the input, else from the file name.
   Prints the job handle as JSON; with ``--wait`` prints the result JSON instead.
-* ``result DOCUMENT_ID`` - prints the stored result JSON (with its ``chunks``).
+* ``result DOCUMENT_ID`` - prints the stored result JSON (with its ``chunks``), keys in the
+  schema's order, as ``chunk`` and ``submit --wait`` print them.
 
-Exit status: 0 success; 1 pending, failed, unknown, timed out or broker/store unreachable
-(one line on stderr says which); 2 bad input or settings (one line, no traceback).
+Exit status: 0 success; 1 pending, failed, unknown or timed out; 2 bad input or settings;
+3 broker/store unreachable for the whole ``LONGPARSER_SUBMIT_RETRY_WINDOW``; 4 Redis full
+(OOM under noeviction). Every error is one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -16,82 +18,82 @@ import json
 import sys
 from typing import Any
 
-import redis.exceptions
-from kombu.exceptions import OperationalError
-from kombu.utils.url import maybe_sanitize_url
-from pydantic import ValidationError
+from schemas import ChunkResult, InputError
 
-from schemas import InputError
-
-EXIT_OK, EXIT_NOT_READY, EXIT_BAD_INPUT = 0, 1, 2
-UNREACHABLE = (OperationalError, redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+EXIT_OK, EXIT_NOT_READY, EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_FULL = 0, 1, 2, 3, 4
 
 
 def _say(command: str, message: str) -> None:
     print(f"longparser {command}: {' '.join(message.split())}", file=sys.stderr)
 
 
-def _settings(command: str) -> Any:
-    from config.settings import get_settings
+def _producer(command: str) -> Any:
+    """A producer for the process's settings, or None after printing why (bad settings)."""
+    from config.settings import SettingsError, get_settings
+    from tasks.client import Producer
 
     try:
-        return get_settings()
-    except ValidationError as exc:
-        _say(command, f"error: settings (LONGPARSER_* environment): {exc}")
+        return Producer(get_settings())
+    except SettingsError as exc:
+        _say(command, f"error: settings (LONGPARSER_* environment / .env): {exc}")
         return None
-
-
-def _unreachable(command: str, settings: Any, exc: Exception) -> int:
-    _say(command, f"error: broker/store unreachable ({maybe_sanitize_url(settings.broker_url)}, "
-                  f"{maybe_sanitize_url(settings.result_url)}): {exc}")
-    return EXIT_NOT_READY
 
 
 def _print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
 
 
-def _wait(handle: Any, timeout: float, settings: Any) -> int:
-    from tasks.client import get_result
-    from tasks.errors import JobFailed, JobNotFound, ResultTimeout
+def _guarded(command: str, run: Any) -> int:
+    """``run()``, with the producer's typed errors turned into one line and an exit status."""
+    from tasks.errors import (
+        BrokerUnavailable,
+        JobFailed,
+        JobNotFound,
+        PayloadTooLarge,
+        ResultTimeout,
+        StoreFull,
+    )
 
     try:
-        result = get_result(handle, timeout=timeout, settings=settings)
+        return run()
+    except (InputError, PayloadTooLarge) as exc:
+        _say(command, f"error: {exc}")
+        return EXIT_BAD_INPUT
+    except BrokerUnavailable as exc:
+        _say(command, f"error: {exc}")
+        return EXIT_UNREACHABLE
+    except StoreFull as exc:
+        _say(command, f"error: {exc}")
+        return EXIT_FULL
     except JobFailed as exc:
-        _say("submit", f"error: {exc}")
+        _say(command, f"error: {exc}")
         return EXIT_NOT_READY
     except (ResultTimeout, JobNotFound) as exc:
-        _say("submit", str(exc))
+        _say(command, str(exc))
         return EXIT_NOT_READY
-    _print_json(result.model_dump(mode="json"))
-    return EXIT_OK
 
 
 def run_submit(args: argparse.Namespace) -> int:
     """Run ``longparser submit``; returns the exit status."""
     from cli.chunk import load_request
-    from tasks.client import submit
-    from tasks.errors import PayloadTooLarge
 
-    settings = _settings("submit")
-    if settings is None:
+    producer = _producer("submit")
+    if producer is None:
         return EXIT_BAD_INPUT
-    try:
-        request = load_request(args)
-        handle = submit(request, settings=settings)
-    except (InputError, PayloadTooLarge) as exc:
-        _say("submit", f"error: {exc}")
-        return EXIT_BAD_INPUT
-    except UNREACHABLE as exc:
-        return _unreachable("submit", settings, exc)
-    if not args.wait:
-        _print_json(handle.as_dict())
+
+    def run() -> int:
+        handle = producer.submit(load_request(args))
+        if not args.wait:
+            _print_json(handle.as_dict())
+            return EXIT_OK
+        _say("submit", f"submitted {handle.document_id} (task {handle.task_id}) to queue {handle.queue}; "
+                       "waiting")
+        result = producer.get_result(handle, timeout=args.timeout)
+        _print_json(result.model_dump(mode="json"))
         return EXIT_OK
-    _say("submit", f"submitted {handle.document_id} (task {handle.task_id}) to queue {handle.queue}; waiting")
-    try:
-        return _wait(handle, args.timeout, settings)
-    except UNREACHABLE as exc:
-        return _unreachable("submit", settings, exc)
+
+    with producer:
+        return _guarded("submit", run)
 
 
 def _describe_pending(view: dict[str, Any]) -> str:
@@ -103,29 +105,28 @@ def _describe_pending(view: dict[str, Any]) -> str:
 
 def run_result(args: argparse.Namespace) -> int:
     """Run ``longparser result``; returns the exit status."""
-    from tasks.client import fetch_record, status
+    producer = _producer("result")
+    if producer is None:
+        return EXIT_BAD_INPUT
 
-    settings = _settings("result")
-    if settings is None:
-        return EXIT_BAD_INPUT
-    try:
-        view = status(args.document_id, settings=settings)
-        record = fetch_record(args.document_id, settings=settings) if view["state"] == "SUCCESS" else None
-    except InputError as exc:
-        _say("result", f"error: {exc}")
-        return EXIT_BAD_INPUT
-    except UNREACHABLE as exc:
-        return _unreachable("result", settings, exc)
-    if view["state"] == "SUCCESS" and record is not None and record.get("result") is not None:
-        _print_json(record["result"])
-        return EXIT_OK
-    if view["state"] == "FAILURE":
-        error = view["error"] or {}
-        _say("result", f"document {args.document_id} failed: {error.get('type')}: {error.get('message')}")
-    elif view["state"] == "UNKNOWN":
-        _say("result", f"no job and no stored result for document {args.document_id}")
-    elif view["state"] == "SUCCESS":
-        _say("result", f"document {args.document_id} finished but its result is gone (expired?)")
-    else:
-        _say("result", _describe_pending(view))
-    return EXIT_NOT_READY
+    def run() -> int:
+        document_id = args.document_id
+        view = producer.status(document_id)
+        record = producer.fetch_record(document_id) if view["state"] == "SUCCESS" else None
+        if view["state"] == "SUCCESS" and record is not None and record.get("result") is not None:
+            # Through the schema: its field order, whatever order the record was stored in.
+            _print_json(ChunkResult.model_validate(record["result"]).model_dump(mode="json"))
+            return EXIT_OK
+        if view["state"] == "FAILURE":
+            error = view["error"] or {}
+            _say("result", f"document {document_id} failed: {error.get('type')}: {error.get('message')}")
+        elif view["state"] == "UNKNOWN":
+            _say("result", f"no job and no stored result for document {document_id}")
+        elif view["state"] == "SUCCESS":
+            _say("result", f"document {document_id} finished but its result is gone (expired?)")
+        else:
+            _say("result", _describe_pending(view))
+        return EXIT_NOT_READY
+
+    with producer:
+        return _guarded("result", run)

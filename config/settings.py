@@ -1,9 +1,14 @@
-"""Worker and producer settings: one typed source, read from ``LONGPARSER_*`` environment variables.
+"""Worker and producer settings: one typed source, read from ``LONGPARSER_*`` variables.
 
-Every variable is documented in ``config/.env.example``. The engine never sees this object: the
-task turns it into plain values (a ``Resources`` instance, a ``ChunkingConfig``) at the edge.
-``get_settings()`` is cached per process; tests that change the environment call
+Sources, highest first: the process environment, then a ``.env`` file in the working directory
+(pydantic-settings ``env_file``; ``config/.env.example`` documents every variable), then the
+defaults below. The engine never sees this object: the edges (worker process set-up, the
+producer client, the command lines) turn it into plain values. ``get_settings()`` is the
+process's one reading of it, cached; tests that change the environment call
 ``get_settings.cache_clear()`` before and after.
+
+An invalid variable raises :class:`SettingsError`, a ``ValueError`` whose message is one line
+naming the variable, so every command line and the worker print it the same way.
 """
 
 from __future__ import annotations
@@ -11,13 +16,39 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+ENV_PREFIX = "LONGPARSER_"
+ENV_FILE = ".env"
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 SslCertReqs = Literal["required", "optional", "none"]
+
+
+class SettingsError(ValueError):
+    """The ``LONGPARSER_*`` environment (or ``.env``) holds an invalid value; one-line message."""
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """One line, problems joined with ``; ``: ``field (LONGPARSER_FIELD='value'): reason``.
+
+    pydantic's own text spans several lines and repeats the whole input; a cross-field check
+    (no field location) is reported by its message alone, without pydantic's "Value error, ".
+    """
+    problems = []
+    for error in exc.errors(include_url=False):
+        message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+        location = [str(part) for part in error.get("loc", ()) if part != "__root__"]
+        if location:
+            name = f"{ENV_PREFIX}{location[0].upper()}"
+            value = error.get("input")
+            shown = f"={value!r}" if isinstance(value, str | int | float | bool) else ""
+            problems.append(f"{location[0]} ({name}{shown}): {message}")
+        else:
+            problems.append(message)
+    return "; ".join(problems)
 
 
 class Settings(BaseSettings):
@@ -25,13 +56,17 @@ class Settings(BaseSettings):
 
     Time limits are validated against the visibility timeout: a task that may run longer than
     half the Redis visibility timeout risks being delivered to a second worker while the first
-    is still on it (acks_late keeps the message unacked for the whole run).
+    is still on it (acks_late keeps the message unacknowledged for the whole run).
     """
 
-    model_config = SettingsConfigDict(env_prefix="LONGPARSER_", extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_file=ENV_FILE, env_file_encoding="utf-8", extra="ignore", frozen=True
+    )
 
     broker_url: str = DEFAULT_REDIS_URL
     result_url: str = DEFAULT_REDIS_URL
+    sentinel_master: str | None = None
+    sentinel_tls: bool = False
     key_prefix: str = Field(default="longparser", pattern=r"^[A-Za-z0-9._:@-]+$")
     celery_key_prefix: str = Field(default="", pattern=r"^[A-Za-z0-9._:@-]*$")
     structural_queue: str = Field(default="chunking", min_length=1)
@@ -43,20 +78,23 @@ class Settings(BaseSettings):
     visibility_timeout: int = Field(default=3600, ge=2)
     result_ttl: int = Field(default=86_400, ge=1)
     max_payload_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    progress_min_blocks: int = Field(default=1000, ge=0)
     semantic_enabled: bool = False
     model_path: str | None = None
     torch_threads: int = Field(default=1, ge=1, le=256)
     word_list_path: str | None = "/usr/share/dict/words"
     language_id: bool = True
     max_memory_per_child_kb: int = Field(default=1_500_000, ge=50_000)
-    task_max_retries: int = Field(default=5, ge=0, le=50)
+    store_retry_window: float = Field(default=120.0, ge=0, le=3600)
+    submit_retry_window: float = Field(default=30.0, ge=0, le=3600)
+    allow_evicting_redis: bool = False
     redis_ssl_cert_reqs: SslCertReqs = "required"
     log_level: LogLevel = "INFO"
 
-    @field_validator("model_path", "word_list_path", mode="before")
+    @field_validator("model_path", "word_list_path", "sentinel_master", mode="before")
     @classmethod
     def _empty_is_none(cls, value: object) -> object:
-        # An empty env var means "none": LONGPARSER_WORD_LIST_PATH= disables the word list.
+        # An empty variable means "none": LONGPARSER_WORD_LIST_PATH= disables the word list.
         return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("log_level", mode="before")
@@ -65,7 +103,7 @@ class Settings(BaseSettings):
         return value.upper() if isinstance(value, str) else value
 
     @model_validator(mode="after")
-    def _limits_under_visibility(self) -> Settings:
+    def _consistent(self) -> Settings:
         if self.soft_time_limit >= self.hard_time_limit:
             raise ValueError(
                 f"soft_time_limit ({self.soft_time_limit}) must be below hard_time_limit "
@@ -78,7 +116,18 @@ class Settings(BaseSettings):
             )
         if self.structural_queue == self.semantic_queue:
             raise ValueError("structural_queue and semantic_queue must differ")
+        sentinel = [url for url in (self.broker_url, self.result_url) if url.startswith("sentinel://")]
+        if sentinel and not self.sentinel_master:
+            raise ValueError("sentinel:// URLs need LONGPARSER_SENTINEL_MASTER (the monitored master's name)")
         return self
+
+    def explicitly_set(self, name: str) -> bool:
+        """True when ``name`` came from the environment, ``.env`` or a keyword, not a default.
+
+        A resource the operator asked for by name is required (a failure to load it stops the
+        worker); one that is only on by default is optional.
+        """
+        return name in self.model_fields_set
 
     def consumed_queues(self) -> tuple[str, ...]:
         """Queues a worker consumes by default (``celery worker -Q`` overrides).
@@ -98,7 +147,19 @@ class Settings(BaseSettings):
         return self.semantic_queue if semantic else self.structural_queue
 
 
+def load_settings() -> Settings:
+    """Read the settings now; raises :class:`SettingsError` (one line) when a value is invalid."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise SettingsError(describe_validation_error(exc)) from None
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """The process's settings, read once from the environment (``cache_clear()`` to re-read)."""
-    return Settings()
+    """The process's settings, read once (``cache_clear()`` to re-read).
+
+    Raises:
+        SettingsError: an invalid ``LONGPARSER_*`` value (one line naming the variable).
+    """
+    return load_settings()

@@ -1,13 +1,16 @@
 """Boundary quality on labelled documents: P/R/F1, Pk and WindowDiff (``longparser evaluate``).
 
-Input (the format of ``tests/fixtures/semantic_documents.json``): a JSON list of documents
-``{"id": str, "blocks": [text, ...], "boundaries": [int, ...], "kind": str?, "rationale": str?}``.
+Input (the format of ``tests/fixtures/semantic_documents.json`` and ``eval/boundaries_v1``): a
+JSON list of documents ``{"id": str, "blocks": [text, ...], "boundaries": [int, ...],
+"kind": str?, "rationale": str?, "questions": [{"question": str, "answer_block": int}, ...]?}``
+(other fields are ignored; questions are used by ``longparser evaluate-retrieval``).
 
 Conventions:
     * A document of ``n`` blocks is one section. Boundary ``b`` means "a new segment starts
       before block ``b``" (zero-based), so ``1 <= b < n``; ``[]`` is a single segment.
     * Predictions come from :func:`longparser.semantic.section_boundaries` with the real
-      encoder: all documents in ONE encode batch, exactly the production path.
+      encoder and the chosen method: all documents in ONE encode batch, exactly the
+      production path. Methods never see ids or kinds.
     * Precision, recall and F1 compare exact positions and are micro-averaged: true positives,
       false positives and false negatives are summed over the documents of a group first.
       Empty denominators: precision is 1.0 when nothing was predicted (no false boundary was
@@ -22,6 +25,9 @@ Conventions:
       (``n <= k``, i.e. a single block) has no Pk/WindowDiff and is left out of those averages
       (``null`` when no document of a group has one). Group values are plain means over
       documents. Lower is better for both.
+    * "Boundaries in one-topic documents" (``no_boundary_documents``) counts the boundaries
+      placed in documents whose reference has none, whatever their kind (in
+      ``eval/boundaries_v1``: ``one_topic`` and ``hard_negative``), in total and per kind.
 """
 
 from __future__ import annotations
@@ -41,6 +47,14 @@ class LabelledInputError(ValueError):
 
 
 @dataclass(frozen=True)
+class Question:
+    """A retrieval question and the index of the one block that answers it."""
+
+    question: str
+    answer_block: int
+
+
+@dataclass(frozen=True)
 class LabelledDocument:
     """One labelled document (boundaries sorted, unique, within ``1..n-1``)."""
 
@@ -48,6 +62,26 @@ class LabelledDocument:
     kind: str
     blocks: tuple[str, ...]
     boundaries: tuple[int, ...]
+    questions: tuple[Question, ...] = ()
+
+
+def _parse_questions(where: str, raw: Any, n_blocks: int) -> tuple[Question, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise LabelledInputError(f"{where}: 'questions' must be a list")
+    questions = []
+    for i, item in enumerate(raw):
+        text = item.get("question") if isinstance(item, dict) else None
+        answer = item.get("answer_block") if isinstance(item, dict) else None
+        if not isinstance(text, str) or not text.strip():
+            raise LabelledInputError(f"{where}: question {i}: 'question' must be a non-empty string")
+        if type(answer) is not int or not 0 <= answer < n_blocks:
+            raise LabelledInputError(
+                f"{where}: question {i}: 'answer_block' must be an integer in 0..{n_blocks - 1}"
+            )
+        questions.append(Question(text, answer))
+    return tuple(questions)
 
 
 def _parse_document(position: int, raw: Any) -> LabelledDocument:
@@ -71,7 +105,8 @@ def _parse_document(position: int, raw: Any) -> LabelledDocument:
             f"{where}: 'boundaries' must be distinct integers in 1..{len(blocks) - 1} "
             f"(a boundary b starts a segment before block b), got {bounds}"
         )
-    return LabelledDocument(doc_id, kind, tuple(blocks), tuple(sorted(bounds)))
+    questions = _parse_questions(where, raw.get("questions"), len(blocks))
+    return LabelledDocument(doc_id, kind, tuple(blocks), tuple(sorted(bounds)), questions)
 
 
 def parse_labelled(data: Any) -> list[LabelledDocument]:
@@ -165,22 +200,45 @@ def aggregate(scores: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def no_boundary_documents(scores: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Boundaries placed in documents whose reference has none: total, per kind, documents cut."""
+    unsegmented = [s for s in scores if not s["reference"]]
+    kinds = sorted({s["kind"] for s in unsegmented})
+    return {
+        "documents": len(unsegmented),
+        "boundaries": sum(len(s["predicted"]) for s in unsegmented),
+        "documents_with_boundaries": sum(1 for s in unsegmented if s["predicted"]),
+        "kinds": {
+            kind: {
+                "documents": sum(1 for s in unsegmented if s["kind"] == kind),
+                "boundaries": sum(len(s["predicted"]) for s in unsegmented if s["kind"] == kind),
+            }
+            for kind in kinds
+        },
+    }
+
+
 def evaluate_predictions(
     documents: Sequence[LabelledDocument], predictions: Sequence[Sequence[int]]
 ) -> dict[str, Any]:
-    """The full report: per document, per kind (sorted by name) and overall."""
+    """The full report: per document, per kind (sorted by name), overall, one-topic documents."""
     scores = [score_document(doc, pred) for doc, pred in zip(documents, predictions, strict=True)]
     kinds = sorted({s["kind"] for s in scores})
     return {
         "documents": scores,
         "kinds": {kind: aggregate([s for s in scores if s["kind"] == kind]) for kind in kinds},
         "overall": aggregate(scores),
+        "no_boundary_documents": no_boundary_documents(scores),
     }
 
 
 def predict_boundaries(
-    documents: Sequence[LabelledDocument], encoder: Encoder, threshold: float
+    documents: Sequence[LabelledDocument], encoder: Encoder, threshold: float, **method: Any
 ) -> list[list[int]]:
-    """The production detector, each document being one section, all in one encode batch."""
-    found, _ = section_boundaries([doc.blocks for doc in documents], encoder, threshold)
+    """The production detector, each document being one section, all in one encode batch.
+
+    ``threshold`` and ``method`` are :func:`longparser.semantic.section_boundaries`'s (for a
+    config: ``config.semantic_threshold, **config.semantic_method_args()``).
+    """
+    found, _ = section_boundaries([doc.blocks for doc in documents], encoder, threshold, **method)
     return [sorted(b) for b in found]

@@ -70,7 +70,8 @@ def _semantic(
         return set(), SemanticStats(requested=True, available=False, reason=reason)
     packable = [section.packable() for section in sections]
     found, embedded = section_boundaries(
-        [[rec.text for rec in records] for records in packable], encoder, config.semantic_threshold
+        [[rec.text for rec in records] for records in packable], encoder, config.semantic_threshold,
+        **config.semantic_method_args(),
     )
     starts = {records[i].pos for records, indices in zip(packable, found, strict=True) for i in indices}
     stats = SemanticStats(

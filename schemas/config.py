@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 TableChunkFormat = Literal["row_record", "pipe"]
+# The names of longparser.boundary_methods.METHODS and ALIASES (a unit test keeps them equal).
+SemanticMethod = Literal["adjacent", "cohesion", "recommended"]
 
 
 class ChunkingConfig(BaseModel):
@@ -28,8 +30,30 @@ class ChunkingConfig(BaseModel):
     wide_table_col_threshold: int = Field(default=25, ge=1)
     detect_equations: bool = True
     exclude_headers_footers: bool = True
+    # --- semantic boundaries (docs/semantic.md) -----------------------------------------------
     use_semantic_chunking: bool = False
+    # "adjacent" (the default, unchanged behaviour), "cohesion", or "recommended" (= cohesion).
+    semantic_method: SemanticMethod = "adjacent"
+    # adjacent: a boundary where cos(previous block, block) < semantic_threshold.
     semantic_threshold: float = Field(default=0.3, ge=0.0, le=1.0)
+    # cohesion: blocks "belong together" above this cosine (pairs up to 8 blocks apart) ...
+    semantic_pair_threshold: float = Field(default=0.21, ge=0.0, le=1.0)
+    # ... and a boundary must separate pairs worth more than this below it.
+    semantic_boundary_cost: float = Field(default=0.15, ge=0.0, le=10.0)
+
+    def semantic_method_args(self) -> dict[str, Any]:
+        """Keyword arguments of ``longparser.semantic.section_boundaries`` after the threshold.
+
+        Empty for ``adjacent``, so that the default method's call is exactly the seed's
+        ``section_boundaries(texts, encoder, semantic_threshold)``.
+        """
+        if self.semantic_method == "adjacent":
+            return {}
+        return {
+            "method": self.semantic_method,
+            "pair_threshold": self.semantic_pair_threshold,
+            "boundary_cost": self.semantic_boundary_cost,
+        }
 
     @model_validator(mode="after")
     def _min_below_max(self) -> ChunkingConfig:

@@ -14,23 +14,31 @@ from kombu import Queue
 
 from config.settings import Settings
 from service.keys import TASK_NAME
+from service.redis_client import SENTINEL_SCHEME
 
 JSON_ONLY = ["json"]
 _CERT_REQS = {"required": ssl.CERT_REQUIRED, "optional": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}
+# Celery's own result-backend writes (PROGRESS, failure states) wait out an outage too: about
+# 120 s of capped exponential backoff before giving up on one write.
+BACKEND_RETRIES = 40
+BACKEND_MAX_SLEEP_MS = 3000
 
 
-def _transport_options(settings: Settings) -> dict[str, Any]:
+def _transport_options(settings: Settings, url: str) -> dict[str, Any]:
     options: dict[str, Any] = {"visibility_timeout": settings.visibility_timeout}
     if settings.celery_key_prefix:
         options["global_keyprefix"] = settings.celery_key_prefix
+    if url.startswith(SENTINEL_SCHEME):
+        options["master_name"] = settings.sentinel_master
+        options["sentinel_kwargs"] = {"socket_connect_timeout": 2, "socket_timeout": 2}
     return options
 
 
 def _ssl_options(settings: Settings, url: str) -> dict[str, Any] | None:
-    # Passwords and db numbers travel in the URL untouched; rediss:// only needs cert checking.
-    if not url.startswith("rediss://"):
-        return None
-    return {"ssl_cert_reqs": _CERT_REQS[settings.redis_ssl_cert_reqs]}
+    # Passwords and db numbers travel in the URL untouched; TLS only needs cert checking.
+    if url.startswith("rediss://") or (url.startswith(SENTINEL_SCHEME) and settings.sentinel_tls):
+        return {"ssl_cert_reqs": _CERT_REQS[settings.redis_ssl_cert_reqs]}
+    return None
 
 
 def _queues(settings: Settings) -> list[Queue]:
@@ -61,15 +69,21 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     Invariants: JSON is the only serializer anywhere (no pickle: a payload can never execute
     code); hard time limit <= visibility_timeout / 2 (validated by :class:`Settings`), so a
     running task is not delivered twice; ``acks_late`` + ``reject_on_worker_lost`` so a task
-    whose child process dies is redelivered (acks_late alone acks it on child loss).
+    whose child process dies is redelivered (acks_late alone acks it on child loss). A worker
+    never gives up reconnecting to its broker, and Celery's own backend writes wait out an
+    outage like the store's.
     """
-    transport = _transport_options(settings)
     config: dict[str, Any] = {
         "broker_url": settings.broker_url,
         "result_backend": settings.result_url,
-        "broker_transport_options": transport,
-        "result_backend_transport_options": dict(transport),
+        "broker_transport_options": _transport_options(settings, settings.broker_url),
+        "result_backend_transport_options": _transport_options(settings, settings.result_url),
         "broker_connection_retry_on_startup": True,
+        "broker_connection_retry": True,
+        "broker_connection_max_retries": None,
+        "result_backend_always_retry": True,
+        "result_backend_max_retries": BACKEND_RETRIES,
+        "result_backend_max_sleep_between_retries_ms": BACKEND_MAX_SLEEP_MS,
         "accept_content": JSON_ONLY,
         "result_accept_content": JSON_ONLY,
         "task_serializer": "json",
@@ -79,6 +93,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_reject_on_worker_lost": True,
         "task_acks_on_failure_or_timeout": True,
         "worker_prefetch_multiplier": 1,
+        "worker_cancel_long_running_tasks_on_connection_loss": False,
         "task_soft_time_limit": settings.soft_time_limit,
         "task_time_limit": settings.hard_time_limit,
         "task_track_started": True,

@@ -1,19 +1,24 @@
 """The ``longparser.chunk_document`` task: validate, chunk, store, return a small summary.
 
-The task is thin: :func:`run_chunk_job` holds the logic with its collaborators passed in (the
-settings, the store, the resources, a progress callback), so the same code runs in a worker,
-in eager mode and in tests.
+The task is thin: :func:`run_chunk_job` holds the logic and takes its process's
+:class:`~worker.context.WorkerContext` explicitly (settings, store, resources, counters), so the
+same code runs in a worker, in eager mode and in tests that build a context.
 
 Failure policy:
 
 * a bad payload (too large, not a ChunkRequest, a semantic request on a worker without the
-  model) fails at once with a readable :class:`~tasks.errors.ChunkTaskError` and is never
-  retried; a FAILURE record is stored under the document id so the producer sees why;
-* transient broker/store errors (Redis connection/timeout/loading, kombu operational) are
-  retried with exponential backoff and jitter, ``LONGPARSER_TASK_MAX_RETRIES`` times;
+  model, a request the engine refuses for lack of a resource) fails at once with a readable
+  :class:`~tasks.errors.ChunkTaskError` and is never retried; a FAILURE record is stored under
+  the document id so the producer sees why;
+* Redis errors worth waiting out (connection, timeout, LOADING, READONLY, TRYAGAIN, OOM) are
+  retried in this process for up to ``LONGPARSER_STORE_RETRY_WINDOW`` seconds; past it the
+  message is rejected *with* requeue (and, while Redis is still away, stays unacknowledged for
+  :mod:`worker.restore` to put back): never dropped, never acknowledged without a record;
 * anything else (an engine bug, the soft time limit) stores a FAILURE record and fails as a
   :class:`~tasks.errors.ChunkingFailed` whose message names the original error (an arbitrary
-  exception class may not survive the JSON result backend).
+  exception class may not survive the JSON result backend); the hard time limit stores its
+  FAILURE record from the worker parent before the message is acknowledged
+  (:class:`TimeLimitAwareRequest`).
 """
 
 from __future__ import annotations
@@ -23,28 +28,31 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import redis.exceptions
-from kombu.exceptions import OperationalError
+from celery.exceptions import Reject
+from celery.worker.request import Request
+from celery.worker.state import task_ready
 
-from config.settings import Settings, get_settings
+from config.settings import Settings
 from longparser import chunk_request
-from longparser.resources import Resources
+from longparser.errors import RequestRefused as EngineRefused
 from schemas import ChunkRequest
 from service.keys import TASK_NAME, is_valid_document_id
-from service.store import ResultStore, failure_record, get_store, payload_sha256, success_record
-from tasks.errors import ChunkingFailed, ChunkTaskError, SemanticUnavailable
+from service.retry import call_with_retry, is_transient
+from service.store import failure_record, success_record
+from tasks.errors import ChunkingFailed, ChunkTaskError, RequestRefused, SemanticUnavailable, StoreUnavailable
 from tasks.payload import check_size, validate_payload
 from worker.celery_app import app
-from worker.process import get_process_resources
+from worker.context import WorkerContext
 
 logger = logging.getLogger(__name__)
 
-TRANSIENT_ERRORS: tuple[type[Exception], ...] = (
-    redis.exceptions.ConnectionError,  # includes BusyLoadingError
-    redis.exceptions.TimeoutError,
-    OperationalError,
-)
 Report = Callable[[str, dict[str, Any]], None]
+# The parent blocks its event loop while it stores a hard-time-limit FAILURE record: keep it short.
+PARENT_STORE_WINDOW_S = 10.0
+
+
+def _no_report(stage: str, counts: dict[str, Any]) -> None:
+    return None
 
 
 def check_semantic(request: ChunkRequest, settings: Settings) -> None:
@@ -57,7 +65,8 @@ def check_semantic(request: ChunkRequest, settings: Settings) -> None:
         )
 
 
-def _raw_document_id(payload: Any) -> str | None:
+def raw_document_id(payload: Any) -> str | None:
+    """The payload's document id when it is usable as a key, else None (before validation)."""
     document_id = payload.get("document_id") if isinstance(payload, dict) else None
     return document_id if is_valid_document_id(document_id) else None
 
@@ -67,62 +76,82 @@ def _raw_block_count(payload: Any) -> int:
     return len(blocks) if isinstance(blocks, list) else 0
 
 
-def _store_failure(store: ResultStore, document_id: str | None, task_id: str | None,
-                   digest: str | None, error: Exception) -> None:
+def _write(context: WorkerContext, what: str, write: Callable[[], str]) -> str:
+    """One store write, waiting out transient errors for the store retry window."""
+    try:
+        return call_with_retry(write, window=context.settings.store_retry_window, what=what,
+                               waits=context.waits)
+    except Exception as exc:
+        if is_transient(exc):
+            raise StoreUnavailable(f"{what}: Redis unavailable for {context.settings.store_retry_window:g} s "
+                                   f"({type(exc).__name__}: {exc}); message left for redelivery") from exc
+        raise
+
+
+def _store_failure(context: WorkerContext, document_id: str | None, task_id: str | None,
+                   error: Exception) -> None:
     logger.info("document %s refused (task %s): %s: %s", document_id, task_id, type(error).__name__, error)
     if document_id is None:
         return  # no trustworthy id: the Celery FAILURE state is the only record
-    store.save_record(failure_record(document_id, task_id, digest, type(error).__name__, str(error)))
+    record = failure_record(document_id, task_id, type(error).__name__, str(error))
+    _write(context, f"storing the failure of {document_id}", lambda: context.store.save_record(record))
+    context.counters.stored += 1
 
 
-def _prepare(payload: Any, settings: Settings, report: Report) -> tuple[ChunkRequest, str]:
+def _prepare(payload: Any, settings: Settings, report: Report) -> ChunkRequest:
     check_size(payload, settings.max_payload_bytes)
-    digest = payload_sha256(payload)
-    report("validating", {"document_id": _raw_document_id(payload), "blocks": _raw_block_count(payload),
+    report("validating", {"document_id": raw_document_id(payload), "blocks": _raw_block_count(payload),
                           "chunks": 0})
     request = validate_payload(payload)
     check_semantic(request, settings)
-    return request, digest
+    return request
+
+
+def _chunk(request: ChunkRequest, context: WorkerContext) -> Any:
+    try:
+        return chunk_request(request, context.resources)
+    except EngineRefused as exc:
+        raise RequestRefused(str(exc)) from None
 
 
 def run_chunk_job(
     payload: Any,
+    context: WorkerContext,
     *,
-    settings: Settings,
-    store: ResultStore,
-    resources: Callable[[], Resources],
-    report: Report,
     task_id: str | None = None,
+    report: Report = _no_report,
+    redelivered: bool = False,
 ) -> dict[str, Any]:
     """Validate ``payload``, chunk it, store the record; returns the task's summary.
 
     Raises:
-        ChunkTaskError: bad payload / semantic mismatch / engine failure (record stored).
-        TRANSIENT_ERRORS: the store or backend is unreachable (the task retries).
+        ChunkTaskError: bad payload / semantic mismatch / refused / engine failure (record stored).
+        StoreUnavailable: Redis stayed away for the whole store retry window (nothing stored).
     """
     started = time.perf_counter()
-    document_id = _raw_document_id(payload)
-    digest: str | None = None
+    document_id = raw_document_id(payload)
+    if redelivered:
+        context.counters.redelivered += 1
+        logger.warning("document %s: redelivered task %s (redeliveries in this process: %d)",
+                       document_id, task_id, context.counters.redelivered)
     try:
-        request, digest = _prepare(payload, settings, report)
+        request = _prepare(payload, context.settings, report)
         blocks = len(request.blocks)
         report("chunking", {"document_id": request.document_id, "blocks": blocks, "chunks": 0})
-        result = chunk_request(request, resources())
-    except TRANSIENT_ERRORS:
-        raise
+        result = _chunk(request, context)
     except ChunkTaskError as exc:
-        _store_failure(store, document_id, task_id, digest, exc)
+        _store_failure(context, document_id, task_id, exc)
         raise
     except Exception as exc:  # engine bug or SoftTimeLimitExceeded: fail visibly, JSON-safe
         failed = ChunkingFailed(f"{type(exc).__name__}: {exc}")
         logger.exception("document %s: chunking failed (task %s)", document_id, task_id)
-        _store_failure(store, document_id, task_id, digest, failed)
+        _store_failure(context, document_id, task_id, failed)
         raise failed from exc
     chunks = len(result.chunks)
     report("storing", {"document_id": request.document_id, "blocks": blocks, "chunks": chunks})
-    key = store.save_record(
-        success_record(request.document_id, task_id, digest, result.model_dump(mode="json"))
-    )
+    record = success_record(request.document_id, task_id, result.model_dump(mode="json"))
+    key = _write(context, f"storing {request.document_id}", lambda: context.store.save_record(record))
+    context.counters.stored += 1
     duration_ms = round((time.perf_counter() - started) * 1000, 1)
     logger.info("chunked document %s: %d blocks -> %d chunks in %.1f ms (task %s)",
                 request.document_id, blocks, chunks, duration_ms, task_id)
@@ -130,17 +159,57 @@ def run_chunk_job(
             "duration_ms": duration_ms, "result_key": key}
 
 
+def store_time_limit_failure(context: WorkerContext, payload: Any, task_id: str, timeout: float) -> None:
+    """The FAILURE record of a task the hard time limit killed (worker parent, short window)."""
+    document_id = raw_document_id(payload)
+    if document_id is None:
+        return
+    error = ChunkingFailed(f"TimeLimitExceeded: the hard time limit ({timeout:g} s) stopped the task; "
+                           "split the document or raise LONGPARSER_HARD_TIME_LIMIT")
+    record = failure_record(document_id, task_id, type(error).__name__, str(error))
+    call_with_retry(lambda: context.store.save_record(record), window=PARENT_STORE_WINDOW_S,
+                    what=f"storing the time-limit failure of {document_id}", waits=context.waits)
+
+
+class TimeLimitAwareRequest(Request):
+    """Celery's request, storing a FAILURE record before a hard-time-limit kill is acknowledged.
+
+    Runs in the worker parent (the child is gone). When the record cannot be stored, the
+    message is rejected with requeue instead of acknowledged: it runs again later, and stops
+    with a stored record then.
+    """
+
+    def on_timeout(self, soft: bool, timeout: float) -> None:
+        context = getattr(self.task.app, "context", None)
+        if soft or context is None:
+            super().on_timeout(soft, timeout)
+            return
+        try:
+            store_time_limit_failure(context, (self.args or [None])[0], self.id, timeout)
+        except Exception as exc:
+            logger.error("task %s: hard time limit, and its FAILURE record could not be stored (%s); "
+                         "requeued instead of acknowledged", self.id, exc)
+            task_ready(self)
+            self.reject(requeue=True)
+            return
+        super().on_timeout(soft, timeout)
+
+
+def _context(task: Any) -> WorkerContext:
+    context = task.app.context
+    if context is None:
+        raise RuntimeError("no worker context: the task runs in a worker process, whose "
+                           "worker_process_init builds it (worker.signals); tests set app.context")
+    return context
+
+
 @app.task(
     name=TASK_NAME,
     bind=True,
     acks_late=True,
     reject_on_worker_lost=True,
-    autoretry_for=TRANSIENT_ERRORS,
-    retry_backoff=2,
-    retry_backoff_max=60,
-    retry_jitter=True,
-    max_retries=get_settings().task_max_retries,
     throws=(ChunkTaskError,),
+    Request=TimeLimitAwareRequest,
 )
 def chunk_document(self: Any, payload: dict[str, Any]) -> dict[str, Any]:
     """Chunk one ChunkRequest (a JSON dict) and store the result under its document id."""
@@ -148,11 +217,10 @@ def chunk_document(self: Any, payload: dict[str, Any]) -> dict[str, Any]:
     def report(stage: str, counts: dict[str, Any]) -> None:
         self.update_state(state="PROGRESS", meta={"stage": stage, **counts})
 
-    return run_chunk_job(
-        payload,
-        settings=get_settings(),
-        store=get_store(),
-        resources=get_process_resources,
-        report=report,
-        task_id=self.request.id,
-    )
+    redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
+    try:
+        return run_chunk_job(payload, _context(self), task_id=self.request.id, report=report,
+                             redelivered=redelivered)
+    except StoreUnavailable as exc:
+        logger.error("%s", exc)
+        raise Reject(str(exc), requeue=True) from exc

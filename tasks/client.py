@@ -1,12 +1,21 @@
 """Producer client for upload services: submit a document, follow it, fetch its chunks.
 
 Importable without the worker's heavy dependencies: it needs Celery (to send the task) and
-redis (to read the store), never torch or sentence-transformers, and it does not build the
-worker's app or import the engine's pipeline.
+redis (to read the store), never torch, the engine or the worker's app.
 
-    handle = submit({"document_id": "doc-1", "blocks": blocks})
-    status(handle)["state"]          # PENDING | STARTED | PROGRESS | RETRY | SUCCESS | FAILURE | UNKNOWN
-    result = get_result("doc-1", timeout=60)   # schemas.ChunkResult
+    with Producer(get_settings()) as producer:          # one per process or service, reused
+        handle = producer.submit({"document_id": "doc-1", "blocks": blocks})
+        producer.status(handle)["state"]                 # PENDING | PROGRESS | SUCCESS | FAILURE | UNKNOWN
+        result = producer.get_result("doc-1", timeout=60)   # schemas.ChunkResult
+
+The module functions :func:`submit`, :func:`status`, :func:`get_result` and
+:func:`fetch_record` do the same with a producer built for the call (or the one passed in).
+
+Outages: every Redis call (the publish, the job entry, reads) is retried with backoff for up to
+``LONGPARSER_SUBMIT_RETRY_WINDOW`` seconds, then :class:`~tasks.errors.BrokerUnavailable`
+(naming the URL, password masked) is raised. A Redis that refuses writes because it is full
+raises :class:`~tasks.errors.StoreFull` at once. The message is published before the job entry
+is written, so a submission that failed to publish leaves no job entry behind.
 
 Routing: semantic requests go to ``LONGPARSER_SEMANTIC_QUEUE``, the rest to
 ``LONGPARSER_STRUCTURAL_QUEUE``. A semantic job waits there until a semantic worker takes it.
@@ -16,9 +25,9 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from celery import Celery
 
@@ -26,12 +35,15 @@ from config.settings import Settings, get_settings
 from schemas import ChunkRequest, ChunkResult, InputError, parse_input
 from service.celeryconfig import celery_config
 from service.keys import TASK_NAME, is_valid_document_id, result_key
-from service.store import get_store
-from tasks.errors import JobFailed, JobNotFound, ResultTimeout
+from service.redis_client import is_out_of_memory, masked
+from service.retry import Waits, call_with_retry, is_transient
+from service.store import ResultStore
+from tasks.errors import BrokerUnavailable, JobFailed, JobNotFound, ResultTimeout, StoreFull
 from tasks.payload import check_size
 
 FINAL_STATES = frozenset({"SUCCESS", "FAILURE"})
 _FIRST_POLL_S = 0.01
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -47,12 +59,15 @@ class JobHandle:
         return {"document_id": self.document_id, "task_id": self.task_id, "queue": self.queue}
 
 
-@lru_cache(maxsize=4)
-def producer_app(settings: Settings) -> Celery:
-    """A Celery app configured exactly like the workers' (same visibility timeout, JSON only)."""
-    client_app = Celery("longparser", set_as_current=False)
-    client_app.conf.update(celery_config(settings))
-    return client_app
+def producer_celery(settings: Settings) -> Celery:
+    """A Celery app configured exactly like the workers' (same visibility timeout, JSON only).
+
+    Its own backend retries are off: the producer's calls are bounded by the submit window.
+    """
+    app = Celery("longparser", set_as_current=False)
+    app.conf.update(celery_config(settings))
+    app.conf.result_backend_always_retry = False
+    return app
 
 
 def _as_request(request: ChunkRequest | dict[str, Any], semantic: bool | None) -> ChunkRequest:
@@ -60,34 +75,6 @@ def _as_request(request: ChunkRequest | dict[str, Any], semantic: bool | None) -
         request = request.model_dump(mode="json")
     overrides = None if semantic is None else {"use_semantic_chunking": semantic}
     return parse_input(request, config_overrides=overrides)
-
-
-def submit(
-    request: ChunkRequest | dict[str, Any], *, semantic: bool | None = None, settings: Settings | None = None
-) -> JobHandle:
-    """Validate, size-check and enqueue one document.
-
-    Args:
-        request: a ChunkRequest, or a dict in any shape ``longparser chunk`` accepts, carrying
-            a document id.
-        semantic: None -> the request's ``config.use_semantic_chunking`` decides; True/False
-            overrides that flag (and so the queue).
-
-    Raises:
-        schemas.InputError: the request is invalid (message names block and field).
-        tasks.errors.PayloadTooLarge: over ``LONGPARSER_MAX_PAYLOAD_BYTES``.
-        kombu.exceptions.OperationalError, redis.exceptions.ConnectionError: broker/store down.
-    """
-    settings = settings or get_settings()
-    validated = _as_request(request, semantic)
-    payload = validated.model_dump(mode="json")
-    check_size(payload, settings.max_payload_bytes)
-    queue = settings.queue_for(validated.config.use_semantic_chunking)
-    task_id = str(uuid.uuid4())
-    # The job entry is written first, so status() never sees a task it cannot attribute.
-    get_store(settings).save_job(validated.document_id, task_id, queue)
-    producer_app(settings).send_task(TASK_NAME, args=[payload], task_id=task_id, queue=queue)
-    return JobHandle(validated.document_id, task_id, queue)
 
 
 def _identify(job: str | JobHandle) -> tuple[str, JobHandle | None]:
@@ -102,95 +89,193 @@ def _from_record(record: dict[str, Any], queue: str | None) -> dict[str, Any]:
             "state": record["status"], "progress": None, "error": record.get("error")}
 
 
-def _task_view(settings: Settings, document_id: str, task_id: str, queue: str | None) -> dict[str, Any]:
-    async_result = producer_app(settings).AsyncResult(task_id)
-    state, info = async_result.state, async_result.info
-    view = {"document_id": document_id, "task_id": task_id, "queue": queue, "state": state,
-            "progress": None, "error": None}
-    if state == "PROGRESS" and isinstance(info, dict):
-        view["progress"] = info
-    elif isinstance(info, BaseException):  # FAILURE / RETRY carry the exception
-        view["error"] = {"type": type(info).__name__, "message": str(info)}
-    return view
+def _retry_on(exc: BaseException) -> bool:
+    return is_transient(exc) and not is_out_of_memory(exc)
 
 
-def status(job: str | JobHandle, *, settings: Settings | None = None) -> dict[str, Any]:
-    """Where a document's latest job stands.
+class Producer:
+    """The producer side of the fleet for one :class:`Settings`: a Celery app and a store.
 
-    Returns:
-        ``{"document_id", "task_id", "queue", "state", "progress", "error"}``. A stored record
-        of the latest job (or of any job, when no submission is known) decides SUCCESS/FAILURE;
-        otherwise Celery's task state (with PROGRESS meta ``{"stage", "blocks", "chunks"}``).
-        UNKNOWN: no submission and no stored result.
+    Build one and reuse it (it holds connection pools); ``close()`` or ``with`` releases them.
+    Tests build one on a fake app and a fakeredis store.
     """
-    settings = settings or get_settings()
-    document_id, handle = _identify(job)
-    store = get_store(settings)
-    entry = store.load_job(document_id) or {}
-    task_id = handle.task_id if handle else entry.get("task_id")
-    queue = handle.queue if handle else entry.get("queue")
-    record = store.load_record(document_id)
-    if record is not None and (task_id is None or record.get("task_id") == task_id):
-        return _from_record(record, queue)
-    if task_id is None:
-        return {"document_id": document_id, "task_id": None, "queue": None, "state": "UNKNOWN",
+
+    def __init__(self, settings: Settings, *, app: Any = None, store: ResultStore | None = None) -> None:
+        self.settings = settings
+        self.app = app if app is not None else producer_celery(settings)
+        self.store = store if store is not None else ResultStore.from_settings(settings)
+        self.waits = Waits()
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the store's and the app's connections."""
+        self.store.close()
+        close = getattr(self.app, "close", None)
+        if close is not None:
+            close()
+
+    def _call(self, what: str, function: Callable[[], T]) -> T:
+        """``function()`` with the submit window; typed errors for an outage or a full Redis."""
+        try:
+            return call_with_retry(function, window=self.settings.submit_retry_window, what=what,
+                                   waits=self.waits, retry_on=_retry_on)
+        except Exception as exc:
+            if is_out_of_memory(exc):
+                raise StoreFull(f"Redis at {masked(self.settings.broker_url)} is full (OOM under noeviction) "
+                                f"while {what}; wait for workers to drain the queue or raise maxmemory"
+                                ) from None
+            if is_transient(exc):
+                urls = {masked(self.settings.broker_url), masked(self.settings.result_url)}
+                raise BrokerUnavailable(
+                    f"broker/store unreachable at {', '.join(sorted(urls))} for "
+                    f"{self.settings.submit_retry_window:g} s while {what} ({type(exc).__name__}: "
+                    f"{' '.join(str(exc).split())})") from None
+            raise
+
+    def submit(self, request: ChunkRequest | dict[str, Any], *, semantic: bool | None = None) -> JobHandle:
+        """Validate, size-check and enqueue one document.
+
+        Args:
+            request: a ChunkRequest, or a dict in any shape ``longparser chunk`` accepts,
+                carrying a document id.
+            semantic: None -> the request's ``config.use_semantic_chunking`` decides; True/False
+                overrides that flag (and so the queue).
+
+        Raises:
+            schemas.InputError: the request is invalid (message names block and field).
+            tasks.errors.PayloadTooLarge: over ``LONGPARSER_MAX_PAYLOAD_BYTES``.
+            tasks.errors.BrokerUnavailable: Redis unreachable for the whole submit window.
+            tasks.errors.StoreFull: Redis refused the write (full).
+        """
+        validated = _as_request(request, semantic)
+        payload = validated.model_dump(mode="json")
+        check_size(payload, self.settings.max_payload_bytes)
+        queue = self.settings.queue_for(validated.config.use_semantic_chunking)
+        task_id = str(uuid.uuid4())
+        document_id = validated.document_id
+        # Publish first: a message that never left leaves no job entry behind. Publishing twice
+        # (a retry after a lost reply) is harmless: the task is idempotent.
+        self._call(f"publishing {document_id}", lambda: self.app.send_task(
+            TASK_NAME, args=[payload], task_id=task_id, queue=queue, retry=False))
+        self._call(f"recording the job of {document_id}",
+                   lambda: self.store.save_job(document_id, task_id, queue))
+        return JobHandle(document_id, task_id, queue)
+
+    def _task_view(self, document_id: str, task_id: str, queue: str | None) -> dict[str, Any]:
+        async_result = self.app.AsyncResult(task_id)
+        state, info = self._call(f"reading the state of {document_id}",
+                                 lambda: (async_result.state, async_result.info))
+        view = {"document_id": document_id, "task_id": task_id, "queue": queue, "state": state,
                 "progress": None, "error": None}
-    view = _task_view(settings, document_id, task_id, queue)
-    if view["state"] in FINAL_STATES and record is not None:
-        return _from_record(record, queue)  # the task finished; a later run rewrote the record
-    return view
+        if state == "PROGRESS" and isinstance(info, dict):
+            view["progress"] = info
+        elif isinstance(info, BaseException):  # FAILURE / RETRY carry the exception
+            view["error"] = {"type": type(info).__name__, "message": str(info)}
+        return view
 
+    def status(self, job: str | JobHandle) -> dict[str, Any]:
+        """Where a document's latest job stands.
 
-def fetch_record(document_id: str, *, settings: Settings | None = None) -> dict[str, Any] | None:
-    """The raw stored record of a document (see :mod:`service.store`), or None."""
-    document_id, _ = _identify(document_id)
-    return get_store(settings or get_settings()).load_record(document_id)
+        Returns:
+            ``{"document_id", "task_id", "queue", "state", "progress", "error"}``. A stored
+            record of the latest job (or of any job, when no submission is known) decides
+            SUCCESS/FAILURE; otherwise Celery's task state (PROGRESS meta ``{"stage", "blocks",
+            "chunks"}``). UNKNOWN: no submission and no stored result.
+        """
+        document_id, handle = _identify(job)
+        entry = self._call(f"reading the job of {document_id}",
+                           lambda: self.store.load_job(document_id)) or {}
+        task_id = handle.task_id if handle else entry.get("task_id")
+        queue = handle.queue if handle else entry.get("queue")
+        record = self.fetch_record(document_id)
+        if record is not None and (task_id is None or record.get("task_id") == task_id):
+            return _from_record(record, queue)
+        if task_id is None:
+            return {"document_id": document_id, "task_id": None, "queue": None, "state": "UNKNOWN",
+                    "progress": None, "error": None}
+        view = self._task_view(document_id, task_id, queue)
+        if view["state"] in FINAL_STATES and record is not None:
+            return _from_record(record, queue)  # the task finished; a later run rewrote the record
+        return view
 
+    def fetch_record(self, document_id: str) -> dict[str, Any] | None:
+        """The raw stored record of a document (see :mod:`service.store`), or None."""
+        document_id, _ = _identify(document_id)
+        return self._call(f"reading the result of {document_id}", lambda: self.store.load_record(document_id))
 
-def _final_result(document_id: str, view: dict[str, Any], settings: Settings) -> ChunkResult:
-    if view["state"] == "FAILURE":
-        error = view["error"] or {"type": "Unknown", "message": "no error recorded"}
-        raise JobFailed(document_id, error["type"], error["message"])
-    store = get_store(settings)
-    record = store.load_record(document_id)
-    if record is None or record.get("result") is None:
-        raise JobNotFound(
-            f"document {document_id!r}: task {view['task_id']} succeeded but no result is stored under "
-            f"{result_key(store.prefix, document_id)!r}: it expired, or the worker writes to another "
-            "LONGPARSER_RESULT_URL / LONGPARSER_KEY_PREFIX than this client reads"
-        )
-    return ChunkResult.model_validate(record["result"])
-
-
-def get_result(
-    job: str | JobHandle,
-    *,
-    timeout: float = 300.0,
-    poll_interval: float = 0.2,
-    settings: Settings | None = None,
-) -> ChunkResult:
-    """Wait for a document's result (polling, interval growing from 10 ms to ``poll_interval``).
-
-    Raises:
-        JobFailed: the task failed (``error_type``, ``message``).
-        ResultTimeout: not finished within ``timeout`` seconds.
-        JobNotFound: no submission and no result for the id.
-    """
-    settings = settings or get_settings()
-    document_id, _ = _identify(job)
-    deadline = time.monotonic() + timeout
-    delay = min(_FIRST_POLL_S, poll_interval)
-    while True:
-        view = status(job, settings=settings)
-        if view["state"] in FINAL_STATES:
-            return _final_result(document_id, view, settings)
-        if view["state"] == "UNKNOWN":
-            raise JobNotFound(f"no job and no result for document {document_id!r}")
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise ResultTimeout(
-                f"no result for document {document_id!r} after {timeout:g} s (state {view['state']}, "
-                f"queue {view['queue']!r}: is a worker consuming that queue?)"
+    def _final_result(self, document_id: str, view: dict[str, Any]) -> ChunkResult:
+        if view["state"] == "FAILURE":
+            error = view["error"] or {"type": "Unknown", "message": "no error recorded"}
+            raise JobFailed(document_id, error["type"], error["message"])
+        record = self.fetch_record(document_id)
+        if record is None or record.get("result") is None:
+            raise JobNotFound(
+                f"document {document_id!r}: task {view['task_id']} succeeded but no result is stored under "
+                f"{result_key(self.store.prefix, document_id)!r}: it expired, or the worker writes to "
+                "another LONGPARSER_RESULT_URL / LONGPARSER_KEY_PREFIX than this client reads"
             )
-        time.sleep(min(delay, remaining))
-        delay = min(delay * 1.5, poll_interval)
+        return ChunkResult.model_validate(record["result"])
+
+    def get_result(self, job: str | JobHandle, *, timeout: float = 300.0,
+                   poll_interval: float = 0.2) -> ChunkResult:
+        """Wait for a document's result (polling, interval growing from 10 ms to ``poll_interval``).
+
+        Raises:
+            JobFailed: the task failed (``error_type``, ``message``).
+            ResultTimeout: not finished within ``timeout`` seconds.
+            JobNotFound: no submission and no result for the id.
+            BrokerUnavailable: Redis unreachable for the whole submit window.
+        """
+        document_id, _ = _identify(job)
+        deadline = time.monotonic() + timeout
+        delay = min(_FIRST_POLL_S, poll_interval)
+        while True:
+            view = self.status(job)
+            if view["state"] in FINAL_STATES:
+                return self._final_result(document_id, view)
+            if view["state"] == "UNKNOWN":
+                raise JobNotFound(f"no job and no result for document {document_id!r}")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ResultTimeout(
+                    f"no result for document {document_id!r} after {timeout:g} s (state {view['state']}, "
+                    f"queue {view['queue']!r}: is a worker consuming that queue?)"
+                )
+            time.sleep(min(delay, remaining))
+            delay = min(delay * 1.5, poll_interval)
+
+
+def _run(settings: Settings | None, producer: Producer | None, use: Callable[[Producer], T]) -> T:
+    if producer is not None:
+        return use(producer)
+    with Producer(settings or get_settings()) as owned:
+        return use(owned)
+
+
+def submit(request: ChunkRequest | dict[str, Any], *, semantic: bool | None = None,
+           settings: Settings | None = None, producer: Producer | None = None) -> JobHandle:
+    """:meth:`Producer.submit` with ``producer`` (default: one built for this call)."""
+    return _run(settings, producer, lambda p: p.submit(request, semantic=semantic))
+
+
+def status(job: str | JobHandle, *, settings: Settings | None = None,
+           producer: Producer | None = None) -> dict[str, Any]:
+    """:meth:`Producer.status` with ``producer`` (default: one built for this call)."""
+    return _run(settings, producer, lambda p: p.status(job))
+
+
+def fetch_record(document_id: str, *, settings: Settings | None = None,
+                 producer: Producer | None = None) -> dict[str, Any] | None:
+    """:meth:`Producer.fetch_record` with ``producer`` (default: one built for this call)."""
+    return _run(settings, producer, lambda p: p.fetch_record(document_id))
+
+
+def get_result(job: str | JobHandle, *, timeout: float = 300.0, poll_interval: float = 0.2,
+               settings: Settings | None = None, producer: Producer | None = None) -> ChunkResult:
+    """:meth:`Producer.get_result` with ``producer`` (default: one built for this call)."""
+    return _run(settings, producer, lambda p: p.get_result(job, timeout=timeout, poll_interval=poll_interval))

@@ -24,8 +24,29 @@ class SemanticUnavailable(ChunkTaskError):
     """A semantic request reached a worker that does not load the model."""
 
 
+class RequestRefused(ChunkTaskError):
+    """The engine refused the request: this worker's resources cannot serve it as asked (for
+    example the model's token counter without the tokenizer files); the message says what to
+    install."""
+
+
 class ChunkingFailed(ChunkTaskError):
     """The engine (or the time limit) stopped a valid request; the message names the cause."""
+
+
+class StoreUnavailable(RuntimeError):
+    """Worker side: Redis stayed unreachable for the whole ``LONGPARSER_STORE_RETRY_WINDOW``; the
+    message is left for redelivery (never acknowledged without a stored record)."""
+
+
+class BrokerUnavailable(ConnectionError):
+    """Producer side: the broker or store stayed unreachable for ``LONGPARSER_SUBMIT_RETRY_WINDOW``
+    seconds; the message names the URL (password masked)."""
+
+
+class StoreFull(RuntimeError):
+    """Producer side: Redis refused a write because it is full (OOM under ``noeviction``); workers
+    draining the queue free memory, or raise ``maxmemory``."""
 
 
 class JobFailed(RuntimeError):

@@ -1,26 +1,46 @@
-"""The Celery application of workers and producers (configuration: :mod:`service.celeryconfig`).
+"""The Celery application of the workers (configuration: :mod:`service.celeryconfig`).
 
 Tasks are listed by module name in ``include`` and imported when a worker boots (or when a
 caller imports :mod:`tasks.chunk`), so building the app stays light: no engine, no torch.
-Importing this module also connects the worker signals (:mod:`worker.signals`).
+Building the app connects the worker signals that give each process its
+:class:`~worker.context.WorkerContext`, and adds the consumer step that requeues what the worker
+held when its broker connection dropped (:mod:`worker.restore`).
 """
 
 from __future__ import annotations
 
 from celery import Celery
 
-from config.settings import Settings, get_settings
+from config.settings import Settings, SettingsError, get_settings
 from service.celeryconfig import celery_config
-from worker import signals  # noqa: F401 - connects worker_init / worker_process_init handlers
+from worker import signals
+from worker.context import WorkerContext
+from worker.restore import RestoreHeldMessages
 
 TASK_MODULES = ["tasks.chunk"]
 
 
-def create_app(settings: Settings | None = None, *, main: str = "longparser") -> Celery:
-    """A Celery app configured from ``settings`` (default: the process's settings)."""
-    celery_app = Celery(main, include=TASK_MODULES, set_as_current=True)
-    celery_app.conf.update(celery_config(settings or get_settings()))
+class LongParserCelery(Celery):
+    """A Celery app that carries its process's :class:`WorkerContext` (None until built)."""
+
+    context: WorkerContext | None = None
+
+
+def create_app(settings: Settings, *, main: str = "longparser") -> LongParserCelery:
+    """A Celery app configured from ``settings``, with the worker's signals and steps."""
+    celery_app = LongParserCelery(main, include=TASK_MODULES, set_as_current=True)
+    celery_app.conf.update(celery_config(settings))
+    celery_app.steps["consumer"].add(RestoreHeldMessages)
+    signals.connect(celery_app, settings)
     return celery_app
 
 
-app = create_app()
+def _process_settings() -> Settings:
+    try:
+        return get_settings()
+    except SettingsError as exc:
+        # One line, no traceback, for `celery -A worker ...` (worker, inspect, flower).
+        raise SystemExit(f"longparser worker: settings (LONGPARSER_* environment / .env): {exc}") from None
+
+
+app = create_app(_process_settings())

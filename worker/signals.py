@@ -1,10 +1,11 @@
-"""Worker signal handlers: start-up checks in the parent, resources in each child.
+"""Worker signal handlers: start-up checks and context in the parent, context in each child.
 
-Celery swallows (logs) exceptions raised by signal receivers, so "refuse to start" is
-implemented explicitly: the parent checks, before forking, that a semantic worker's model is
-installed and matches its pinned digest (a file read, no torch operation), and exits with the
-message if not; a child whose resources still fail to build logs the reason, asks the parent to
-shut down and exits, instead of serving tasks without its model.
+Celery swallows (logs) exceptions raised by signal receivers, so "refuse to start" is explicit:
+the parent checks, before forking, that the Redis it will trust does not evict and that the
+resources the operator asked for can be loaded (a semantic worker's model and its digest, a
+word list or language ID set explicitly), and exits with ONE line saying what to change. A child
+whose resources still fail to build logs the reason, asks the parent to shut down and exits,
+instead of serving tasks without them.
 """
 
 from __future__ import annotations
@@ -18,8 +19,13 @@ from typing import Any
 from celery.signals import after_setup_logger, worker_init, worker_process_init
 
 from config.logging import set_levels
-from config.settings import get_settings
+from config.settings import Settings
+from loaders.errors import ResourceUnavailable
 from loaders.pinned_model import INSTALL_HINT, PINNED_SHA256, EncoderUnavailable, checked_model_dir
+from loaders.resources import build_resources
+from service.redis_client import TRANSIENT_ERRORS, masked, redis_client
+from worker.context import child_context, parent_context
+from worker.redis_checks import UnsafeRedis, inspect_redis
 
 logger = logging.getLogger(__name__)
 
@@ -35,34 +41,71 @@ def preflight_semantic(model_path: str | None) -> None:
     checked_model_dir(model_path, PINNED_SHA256)
 
 
-@after_setup_logger.connect
-def _set_log_levels(**_: Any) -> None:
-    set_levels(get_settings().log_level)
+def preflight_quality(settings: Settings) -> None:
+    """Load the quality resources the operator set explicitly (raises ResourceUnavailable).
+
+    A word list or language ID that is only on by default is not checked here: its absence is
+    one log line per process and an "off" in each result's stats.
+    """
+    word_list = settings.word_list_path is not None and settings.explicitly_set("word_list_path")
+    language_id = settings.language_id and settings.explicitly_set("language_id")
+    if word_list or language_id:
+        build_resources(word_list_path=settings.word_list_path if word_list else None,
+                        language_id=language_id, semantic=False, strict=True,
+                        word_list_required=word_list, language_id_required=language_id)
 
 
-@worker_init.connect
-def _check_worker_can_start(**_: Any) -> None:
-    settings = get_settings()
-    if not settings.semantic_enabled:
-        return
+def preflight_redis(settings: Settings) -> None:
+    """Refuse an evicting Redis (broker and store); warn about missing persistence."""
+    for name, url in (("broker", settings.broker_url), ("result store", settings.result_url)):
+        client = redis_client(url, settings)
+        try:
+            inspect_redis(client, settings, f"the {name} Redis at {masked(url)}")
+        except TRANSIENT_ERRORS as exc:
+            # Not reachable yet: Celery waits for the broker; the check is skipped, said once.
+            logger.warning("could not check the %s Redis at %s (%s); continuing", name, masked(url), exc)
+        finally:
+            client.close()
+
+
+def check_worker_can_start(settings: Settings) -> None:
+    """Every start-up refusal, as ``SystemExit`` with one line (the parent, before forking)."""
     try:
-        preflight_semantic(settings.model_path)
+        preflight_redis(settings)
+        if settings.semantic_enabled:
+            preflight_semantic(settings.model_path)
+        preflight_quality(settings)
     except EncoderUnavailable as exc:
-        logger.critical("semantic worker cannot start: %s", exc)
-        # SystemExit is not swallowed by Celery's signal dispatch: the worker exits non-zero.
-        raise SystemExit(
-            f"longparser worker: semantic mode enabled but the model is unavailable: {exc}"
-        ) from None
+        raise SystemExit(f"longparser worker: semantic mode enabled but the model is unavailable: {exc}"
+                         ) from None
+    except (ResourceUnavailable, UnsafeRedis) as exc:
+        raise SystemExit(f"longparser worker: cannot start: {exc}") from None
 
 
-@worker_process_init.connect
-def _init_child_resources(**_: Any) -> None:
-    from worker.process import init_process_resources
+def stop_worker_from_child(exc: BaseException) -> None:
+    """A child that cannot build its context: say why, stop the parent, exit (never serve)."""
+    logger.critical("worker process %d cannot build its resources, shutting the worker down: %s",
+                    os.getpid(), exc)
+    os.kill(os.getppid(), signal.SIGTERM)
+    os._exit(1)
 
-    try:
-        init_process_resources()
-    except Exception as exc:
-        logger.critical("worker process %d cannot build its resources, shutting the worker down: %s",
-                        os.getpid(), exc)
-        os.kill(os.getppid(), signal.SIGTERM)
-        os._exit(1)
+
+def connect(app: Any, settings: Settings) -> None:
+    """Connect this module's handlers for ``app`` (its context is set on it) and ``settings``."""
+
+    def set_log_levels(**_: Any) -> None:
+        set_levels(settings.log_level)
+
+    def on_worker_init(**_: Any) -> None:
+        check_worker_can_start(settings)
+        app.context = parent_context(settings)
+
+    def on_process_init(**_: Any) -> None:
+        try:
+            app.context = child_context(settings)
+        except Exception as exc:
+            stop_worker_from_child(exc)
+
+    after_setup_logger.connect(set_log_levels, weak=False)
+    worker_init.connect(on_worker_init, weak=False)
+    worker_process_init.connect(on_process_init, weak=False)

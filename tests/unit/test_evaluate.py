@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +16,13 @@ import numpy as np
 import pytest
 
 import cli.evaluate as evaluate
+import cli.evaluate_retrieval as retrieval
 from cli.main import main
 from loaders.encoder import OFFLINE_ENV, QUIET_ENV
 from longparser.evaluation import (
     LabelledDocument,
     LabelledInputError,
+    Question,
     aggregate,
     evaluate_predictions,
     parse_labelled,
@@ -28,6 +31,7 @@ from longparser.evaluation import (
     score_document,
     window_size,
 )
+from schemas import Chunk
 
 
 def _doc(doc_id: str, n: int, boundaries: list[int], kind: str = "topic") -> LabelledDocument:
@@ -206,8 +210,11 @@ def test_cli_text_report_lists_groups(
     monkeypatch.setattr(evaluate, "load_encoder", lambda path: _EvalFakeEncoder(_VECTORS))
     assert main(["evaluate", _write(tmp_path, _LABELLED)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == f"threshold 0.3  model fake-model  sha256 {'f' * 64}"
+    assert lines[0] == f"method adjacent  threshold 0.3  model fake-model  sha256 {'f' * 64}"
     assert "shift                        topic          [2] -> [1]" in lines
+    assert (
+        "boundaries in one-topic documents (reference has none): 0 in 1 documents, 0 cut (control 0 in 1)"
+    ) in lines
     assert [line.split()[0] for line in lines[-3:]] == ["control", "topic", "overall"]
     assert lines[-1].split() == ["overall", "2", "0", "1", "1", "0.000", "0.000", "0.000", "0.500", "0.500"]
 
@@ -259,3 +266,259 @@ def test_cli_invalid_settings_exit_2(
         get_settings.cache_clear()
     assert status == 2
     assert "invalid LONGPARSER_* settings" in capsys.readouterr().err
+
+
+# --- methods, parameters, one-topic documents ----------------------------------------------------
+
+# p, q and r are near each other's opposites, s agrees with p: a 4-block "one-topic" document
+# whose middle block is an aside (adjacent cuts twice, cohesion keeps it) and a real shift.
+_METHOD_VECTORS = {
+    "p": [1.0, 0.0, 0.0], "aside": [0.0, 0.0, 1.0], "p2": [0.98, 0.2, 0.0],
+    "q": [0.0, 1.0, 0.0], "q2": [0.1, 0.99, 0.0],
+}  # fmt: skip
+_METHOD_LABELLED = [
+    {"id": "one", "kind": "one_topic", "blocks": ["p", "aside", "p2", "p"], "boundaries": []},
+    {"id": "shift", "kind": "clear_shift", "blocks": ["p", "p2", "q", "q2"], "boundaries": [2]},
+]
+
+
+@pytest.mark.parametrize(
+    ("extra", "method", "parameters", "predicted"),
+    [
+        ([], "adjacent", {"threshold": 0.3}, [[1, 2], [2]]),
+        (["--method", "recommended"], "cohesion",
+         {"pair_threshold": 0.21, "boundary_cost": 0.15}, [[], [2]]),
+        (["--method", "cohesion", "--pair-threshold", "0.9", "--boundary-cost", "0"], "cohesion",
+         {"pair_threshold": 0.9, "boundary_cost": 0.0}, [[1, 2], [2]]),  # the aside alone
+    ],
+)  # fmt: skip
+def test_cli_method_and_parameters_from_flags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    extra: list[str], method: str, parameters: dict[str, float], predicted: list[list[int]],
+) -> None:
+    encoder = _EvalFakeEncoder(_METHOD_VECTORS)
+    monkeypatch.setattr(evaluate, "load_encoder", lambda path: encoder)
+    assert main(["evaluate", _write(tmp_path, _METHOD_LABELLED), "--json", *extra]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert len(encoder.calls) == 1
+    assert (report["method"], report["parameters"]) == (method, {"method": method, **parameters})
+    assert [d["predicted"] for d in report["documents"]] == predicted
+    assert [(d["kind"], d["reference"]) for d in report["documents"]] == [
+        ("one_topic", []), ("clear_shift", [2])]  # fmt: skip
+    unsegmented = report["no_boundary_documents"]
+    assert unsegmented["boundaries"] == len(predicted[0])
+    assert unsegmented["kinds"] == {"one_topic": {"documents": 1, "boundaries": len(predicted[0])}}
+    assert set(report) >= {"overall", "kinds", "documents"}
+
+
+def test_cli_method_from_a_config_file_and_flags_over_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(evaluate, "load_encoder", lambda path: _EvalFakeEncoder(_METHOD_VECTORS))
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"semantic_method": "recommended", "semantic_boundary_cost": 0.5}))
+    assert main(["evaluate", _write(tmp_path, _METHOD_LABELLED), "-c", str(config), "--json",
+                 "--pair-threshold", "0.3"]) == 0  # fmt: skip
+    report = json.loads(capsys.readouterr().out)
+    assert (report["requested_method"], report["parameters"]) == (
+        "recommended", {"method": "cohesion", "pair_threshold": 0.3, "boundary_cost": 0.5})
+
+
+def test_no_boundary_documents_counts_per_kind() -> None:
+    docs = [_doc("a", 4, [], "one_topic"), _doc("b", 4, [], "hard_negative"), _doc("c", 4, [2], "shift"),
+            _doc("d", 4, [], "hard_negative")]  # fmt: skip
+    report = evaluate_predictions(docs, [[1], [1, 3], [1], []])
+    assert report["no_boundary_documents"] == {
+        "documents": 3, "boundaries": 3, "documents_with_boundaries": 2,
+        "kinds": {"hard_negative": {"documents": 2, "boundaries": 2},
+                  "one_topic": {"documents": 1, "boundaries": 1}},
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--pair-threshold", "1.2"], "--pair-threshold must be within [0, 1], got 1.2"),
+        (["--boundary-cost", "-1"], "--boundary-cost must be within [0, 10], got -1.0"),
+        (["-c", "{missing}"], "cannot read config"),
+        (["-c", "{bad}"], "invalid config: 1 validation error for ChunkingConfig semantic_methd"),
+    ],
+)
+def test_cli_bad_parameters_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"semantic_methd": "cohesion"}))
+    extra = [e.format(missing=tmp_path / "none.json", bad=bad) for e in extra]
+    assert main(["evaluate", _write(tmp_path, _LABELLED), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("longparser evaluate: error: ")
+    assert message in err
+
+
+def test_parse_labelled_reads_questions() -> None:
+    docs = parse_labelled([{"id": "x", "blocks": ["a", "b"], "boundaries": [],
+                            "questions": [{"question": "what?", "answer_block": 1}]}])  # fmt: skip
+    assert docs[0].questions == (Question("what?", 1),)
+
+
+@pytest.mark.parametrize(
+    ("questions", "message"),
+    [
+        ("q", "'questions' must be a list"),
+        ([{"question": "", "answer_block": 0}], "question 0: 'question' must be a non-empty string"),
+        ([{"question": "q", "answer_block": 2}], "question 0: 'answer_block' must be an integer in 0..1"),
+        ([{"question": "q", "answer_block": True}], "'answer_block' must be an integer"),
+    ],
+)
+def test_parse_labelled_rejects_bad_questions(questions: Any, message: str) -> None:
+    with pytest.raises(LabelledInputError, match=re.escape(message)):
+        parse_labelled([{"id": "x", "blocks": ["a", "b"], "boundaries": [], "questions": questions}])
+
+
+# --- evaluate-retrieval --------------------------------------------------------------------------
+
+
+class _WordEncoder:
+    """Bag-of-words vectors over a fixed vocabulary: deterministic for any text (chunks, questions)."""
+
+    name = "word-model"
+    weights_sha256 = "e" * 64
+    VOCABULARY = ("volcano", "lava", "payroll", "tax", "orchid", "bloom")
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        return np.array([[t.lower().count(w) for w in self.VOCABULARY] for t in texts], dtype=np.float32)
+
+
+_RETRIEVAL = [
+    {"id": "geo", "kind": "clear_shift", "boundaries": [2],
+     "blocks": ["volcano lava " * 20, "lava volcano " * 20, "payroll tax " * 20, "tax payroll " * 20],
+     "questions": [{"question": "payroll", "answer_block": 2}, {"question": "volcano", "answer_block": 0}]},
+    {"id": "garden", "kind": "one_topic", "boundaries": [],
+     "blocks": ["orchid bloom " * 20, "bloom orchid " * 20], "questions": []},
+]  # fmt: skip
+
+
+def _chunk(ids: list[str], tokens: int, overlap: list[str] | None = None) -> Chunk:
+    return Chunk(chunk_id="c", text="t", token_count=tokens, chunk_type="section", block_ids=ids,
+                 metadata={"overlap_block_ids": overlap} if overlap else {})  # fmt: skip
+
+
+_TOKENS = {"a#0": 10, "a#1": 10, "b#0": 10, "b#1": 10}
+_SOURCE = {"a#0": "a", "a#1": "a", "b#0": "b", "b#1": "b"}
+
+
+@pytest.mark.parametrize(
+    ("order", "budget", "taken"),
+    [
+        ([1, 2, 0], 25, [(("a#0", False), 10), (("b#0", True), 10), (("b#1", True), 5)]),  # last block cut
+        ([2, 0, 1], 20, [(("a#1", True), 10), (("a#0", True), 10)]),  # exactly the budget
+        ([2, 1], 5, [(("a#1", True), 5)]),  # the best chunk alone is cut to the budget
+        ([2], 100, [(("a#1", True), 10)]),  # the corpus is smaller than the budget
+    ],
+)
+def test_take_context_fills_exactly_the_budget(order: list[int], budget: int, taken: list[Any]) -> None:
+    chunks = [_chunk(["a#0"], 10), _chunk(["b#0", "b#1"], 20, overlap=["a#0"]), _chunk(["a#1"], 10)]
+    carried = [retrieval.carried_blocks(c) for c in chunks]
+    assert retrieval.take_context(order, carried, _TOKENS, budget) == taken
+
+
+@pytest.mark.parametrize(
+    ("order", "answer", "budget", "expected"),
+    [
+        # a#0 only as overlap context of chunk 1: not a hit; context a#0 + b#0 + half of b#1
+        ([1, 2, 0], "a#0", 25, {"hit": False, "rank": 3, "reciprocal_rank": 1 / 3, "context_tokens": 25,
+                                "context_precision": 10 / 25}),
+        ([0, 2, 1], "a#0", 20, {"hit": True, "rank": 1, "reciprocal_rank": 1.0, "context_tokens": 20,
+                                "context_precision": 1.0}),
+        # b#1 is cut (5 of its 10 tokens): ranked 1st, but not inside the context
+        ([1, 0], "b#1", 25, {"hit": False, "rank": 1, "reciprocal_rank": 1.0, "context_tokens": 25,
+                             "context_precision": 15 / 25}),
+    ],
+)  # fmt: skip
+def test_score_question_hit_rank_and_precision(
+    order: list[int], answer: str, budget: int, expected: dict[str, Any]
+) -> None:
+    chunks = [_chunk(["a#0"], 10), _chunk(["b#0", "b#1"], 20, overlap=["a#0"]), _chunk(["a#1"], 10)]
+    got = retrieval.score_question(order, chunks, answer, _SOURCE[answer], budget, _TOKENS, _SOURCE)
+    assert got == expected
+
+
+def test_long_documents_take_every_lth_document() -> None:
+    docs = [_doc(str(i), 2, []) for i in range(7)]
+    groups = retrieval.long_documents(docs, 3)
+    assert [[d.id for d in g] for g in groups] == [["0", "3", "6"], ["1", "4"], ["2", "5"]]
+
+
+def test_cli_retrieval_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    encoder = _WordEncoder()
+    monkeypatch.setattr(evaluate, "load_encoder", lambda path: encoder)
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"max_tokens": 60, "min_tokens": 0, "overlap_blocks": 0}))
+    args = ["evaluate-retrieval", _write(tmp_path, _RETRIEVAL), "-c", str(config), "--budget", "60",
+            "--group-size", "2", "--json"]  # fmt: skip
+    assert main(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["long_documents"], report["documents"], report["blocks"], report["chunks"]) == (1, 2, 6, 6)
+    assert report["token_counter"] == "DEC-04 estimate (whitespace words x 1.33)"
+    assert (report["questions"], report["hit_rate"], report["mrr"]) == (2, 1.0, 1.0)
+    # each question's best chunk is its answer block alone (53 tokens), then 7 tokens of its
+    # neighbour from the same document: the context is all from the source document
+    assert report["context_precision"] == 1.0
+    assert report["mean_context_tokens"] == 60
+    assert [q["answer_block_id"] for q in report["per_question"]] == ["geo#2", "geo#0"]
+    assert len(encoder.calls) == 1  # structural config: chunks and questions in one batch
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out) == report  # deterministic
+
+
+def test_cli_retrieval_semantic_config_uses_the_encoder_for_boundaries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    encoder = _WordEncoder()
+    monkeypatch.setattr(evaluate, "load_encoder", lambda path: encoder)
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"use_semantic_chunking": True, "semantic_method": "recommended",
+                                  "min_tokens": 0, "overlap_blocks": 0}))  # fmt: skip
+    assert main(["evaluate-retrieval", _write(tmp_path, _RETRIEVAL), "-c", str(config), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["method"] == "cohesion"
+    assert report["semantic_boundaries"] == 2  # geo | payroll and payroll | garden
+    assert report["chunks"] == 3
+    assert len(encoder.calls) == 2  # the engine's batch, then chunks and questions
+
+
+@pytest.mark.parametrize(
+    ("content", "extra", "message"),
+    [
+        (_RETRIEVAL, ["--budget", "0"], "--budget must be at least 1, got 0"),
+        (_RETRIEVAL, ["--group-size", "0"], "--group-size must be at least 1, got 0"),
+        (_LABELLED, [], "no document has questions"),
+        ("not json", [], "is not valid JSON"),
+    ],
+)
+def test_cli_retrieval_bad_input_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: Any, extra: list[str], message: str
+) -> None:
+    assert main(["evaluate-retrieval", _write(tmp_path, content), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("longparser evaluate-retrieval: error: ")
+    assert message in err
+
+
+def test_cli_retrieval_missing_model_exits_3(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in (*OFFLINE_ENV, *QUIET_ENV):
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+    empty_model_dir = tmp_path / "model"
+    empty_model_dir.mkdir()
+    path = _write(tmp_path, _RETRIEVAL)
+    assert main(["evaluate-retrieval", path, "--model-path", str(empty_model_dir)]) == 3
+    assert "has no model.safetensors" in capsys.readouterr().err

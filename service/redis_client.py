@@ -1,0 +1,93 @@
+"""Redis clients for every URL form the service accepts, and the errors worth waiting out.
+
+URLs: ``redis://[:password@]host:port/db``, ``rediss://`` (TLS, certificate checking from
+``LONGPARSER_REDIS_SSL_CERT_REQS``), ``unix://``, and Sentinel:
+``sentinel://[:password@]host:port[/db];sentinel://host2:port2...`` with
+``LONGPARSER_SENTINEL_MASTER`` naming the monitored master (kombu's own URL form, so the broker,
+the result backend and the document store read the same string). The password in a sentinel URL
+is the master's, as for a plain URL; ``LONGPARSER_SENTINEL_TLS=true`` turns TLS on for the
+master connections, with the same certificate setting.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import redis
+import redis.exceptions
+from kombu.exceptions import OperationalError
+from kombu.utils.url import maybe_sanitize_url
+from redis.sentinel import Sentinel
+
+from config.settings import Settings
+
+SENTINEL_SCHEME = "sentinel://"
+DEFAULT_SENTINEL_PORT = 26379
+
+# Waited out, then retried: the server is away, starting (LOADING), demoted after a failover
+# (READONLY), resharding (TRYAGAIN) or full under noeviction (OOM). ConnectionError covers
+# BusyLoadingError and TimeoutError-like socket failures; kombu wraps broker errors in
+# OperationalError.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    redis.exceptions.ReadOnlyError,
+    redis.exceptions.TryAgainError,
+    redis.exceptions.OutOfMemoryError,
+    redis.exceptions.MasterDownError,
+    OperationalError,
+    ConnectionError,  # the builtin: OSError family from sockets
+)
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """True when ``exc`` (or what it wraps) is Redis refusing a write under ``noeviction``."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, redis.exceptions.OutOfMemoryError) or "OOM command not allowed" in str(
+                current):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def masked(url: str) -> str:
+    """``url`` with any password replaced by ``**`` (each part of a sentinel list)."""
+    return ";".join(maybe_sanitize_url(part) for part in url.split(";"))
+
+
+def _client_options(settings: Settings) -> dict[str, Any]:
+    return {"socket_connect_timeout": 5, "socket_timeout": 30, "health_check_interval": 30}
+
+
+def sentinel_hosts(url: str) -> tuple[list[tuple[str, int]], str | None, int]:
+    """``(hosts, password, db)`` of a ``sentinel://`` URL list (the last db/password found wins)."""
+    hosts: list[tuple[str, int]] = []
+    password, db = None, 0
+    for part in url.split(";"):
+        parsed = urlsplit(part.strip())
+        if not parsed.hostname:
+            raise ValueError(f"sentinel URL without a host: {masked(part)}")
+        hosts.append((parsed.hostname, parsed.port or DEFAULT_SENTINEL_PORT))
+        password = unquote(parsed.password) if parsed.password else password
+        db = int(parsed.path.strip("/") or db)
+    return hosts, password, db
+
+
+def redis_client(url: str, settings: Settings) -> redis.Redis:
+    """A client for ``url``: plain, TLS, unix socket, or the current master behind Sentinel."""
+    options = _client_options(settings)
+    if url.startswith(SENTINEL_SCHEME):
+        hosts, password, db = sentinel_hosts(url)
+        master_options = dict(options)
+        if settings.sentinel_tls:
+            master_options.update(ssl=True, ssl_cert_reqs=settings.redis_ssl_cert_reqs)
+        sentinel = Sentinel(hosts, sentinel_kwargs={"socket_connect_timeout": 2, "socket_timeout": 2},
+                            password=password, db=db, **master_options)
+        return sentinel.master_for(settings.sentinel_master)
+    if url.startswith("rediss://"):
+        options["ssl_cert_reqs"] = settings.redis_ssl_cert_reqs
+    return redis.Redis.from_url(url, **options)

@@ -1,0 +1,77 @@
+"""Bounded, in-process waiting for Redis (tenacity): workers and producers ride out outages.
+
+A call that fails with a transient error (:data:`service.redis_client.TRANSIENT_ERRORS`) is
+retried with exponential backoff and full jitter (0.1 s doubling, at most 5 s apart) until it
+succeeds or ``window`` seconds have passed since the first try; then the last error is raised.
+Every wait is logged (WARNING, with the running count) and counted in a :class:`Waits`, so an
+operator sees a process riding out an outage rather than a silent stall.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
+
+from service.redis_client import TRANSIENT_ERRORS
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+FIRST_WAIT_S = 0.1
+MAX_WAIT_S = 5.0
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Worth waiting out: connection, timeout, LOADING, READONLY, TRYAGAIN, OOM."""
+    return isinstance(exc, TRANSIENT_ERRORS)
+
+
+@dataclass
+class Waits:
+    """How often and how long this process waited for Redis (thread-safe counters)."""
+
+    count: int = 0
+    seconds: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, seconds: float) -> int:
+        with self._lock:
+            self.count += 1
+            self.seconds += seconds
+            return self.count
+
+
+def call_with_retry(
+    function: Callable[[], T], *, window: float, what: str, waits: Waits | None = None,
+    retry_on: Callable[[BaseException], bool] = is_transient,
+) -> T:
+    """``function()``, retried on transient errors for up to ``window`` seconds.
+
+    Raises:
+        the last transient error once the window has passed; any other error at once.
+    """
+    counter = waits if waits is not None else Waits()
+
+    def log_wait(state: RetryCallState) -> None:
+        pause = state.next_action.sleep if state.next_action else 0.0
+        total = counter.add(pause)
+        error = state.outcome.exception() if state.outcome else None
+        logger.warning("%s: Redis unavailable (%s: %s); retry %d in %.1f s, %.1f s of %.1f s window used "
+                       "(waits in this process: %d)", what, type(error).__name__, error,
+                       state.attempt_number, pause, state.seconds_since_start, window, total)
+
+    retrying = Retrying(
+        retry=retry_if_exception(retry_on),
+        stop=stop_after_delay(window),
+        wait=wait_random_exponential(multiplier=FIRST_WAIT_S, max=MAX_WAIT_S),
+        before_sleep=log_wait,
+        sleep=time.sleep,
+        reraise=True,
+    )
+    return retrying(function)

@@ -1,0 +1,101 @@
+"""The worker context: everything a task needs from its process, built once and passed in.
+
+As in arq, a worker process builds one :class:`WorkerContext` when it starts and hands it to
+every task it runs: the settings (read once, at the edge), the document store (one connection
+pool per process), the engine's resources and the counters of waits and redeliveries. The
+Celery app carries it (:attr:`worker.celery_app.LongParserCelery.context`); the parent builds a
+light one at ``worker_init`` (no resources: it never runs a task, but stores a FAILURE record
+when a child is killed by the hard time limit), each pool child its own full one at
+``worker_process_init``. Tests build a context and hand it over the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+
+from config.settings import Settings
+from loaders.resources import build_resources
+from longparser.resources import Resources
+from service.retry import Waits
+from service.store import ResultStore
+
+logger = logging.getLogger(__name__)
+
+WARM_UP_TEXTS = ("LongParser warm-up sentence.", "A second, different sentence.")
+
+
+@dataclass
+class Counters:
+    """What an operator wants counted per process: redelivered tasks and records stored."""
+
+    redelivered: int = 0
+    stored: int = 0
+
+
+@dataclass(frozen=True)
+class WorkerContext:
+    """Per-process state handed to every task.
+
+    Attributes:
+        settings: the process's settings.
+        store: the document store (``LONGPARSER_RESULT_URL``).
+        resources: what the engine may use; None in the parent, which runs no task.
+        waits: how often this process waited for Redis (:func:`service.retry.call_with_retry`).
+        counters: redeliveries seen and records stored.
+    """
+
+    settings: Settings
+    store: ResultStore
+    resources: Resources | None = None
+    waits: Waits = field(default_factory=Waits)
+    counters: Counters = field(default_factory=Counters)
+
+
+def _cap_threads(threads: int) -> None:
+    # Set before any model code runs in this process: torch reads these when its pools start.
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+    os.environ.setdefault("MKL_NUM_THREADS", str(threads))
+
+
+def build_process_resources(settings: Settings) -> Resources:
+    """Load the resources ``settings`` ask for, and warm the encoder up.
+
+    Required (raise :class:`~loaders.errors.ResourceUnavailable` instead of turning the check
+    off): the encoder of a semantic worker, a word list or language ID the operator set
+    explicitly. A default that is absent (the system word list on a machine without one) logs
+    one line and is recorded as off in each result's stats.
+    """
+    started = time.perf_counter()
+    if settings.semantic_enabled:
+        _cap_threads(settings.torch_threads)
+    resources = build_resources(
+        word_list_path=settings.word_list_path,
+        language_id=settings.language_id,
+        semantic=settings.semantic_enabled,
+        model_path=settings.model_path,
+        threads=settings.torch_threads,
+        strict=True,
+        word_list_required=settings.word_list_path is not None and settings.explicitly_set("word_list_path"),
+        language_id_required=settings.language_id and settings.explicitly_set("language_id"),
+    )
+    if resources.encoder is not None:
+        # One warm-up encode: the first call pays for lazy initialisation, not the first task.
+        resources.encoder.encode(list(WARM_UP_TEXTS))
+    logger.info("process %d resources ready in %.0f ms: %s", os.getpid(),
+                (time.perf_counter() - started) * 1000, resources.availability())
+    return resources
+
+
+def parent_context(settings: Settings) -> WorkerContext:
+    """The worker parent's context: settings and store, no resources."""
+    return WorkerContext(settings=settings, store=ResultStore.from_settings(settings))
+
+
+def child_context(settings: Settings) -> WorkerContext:
+    """A pool child's context: its own store connections and its own resources."""
+    return WorkerContext(settings=settings, store=ResultStore.from_settings(settings),
+                         resources=build_process_resources(settings))
