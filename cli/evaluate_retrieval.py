@@ -42,14 +42,15 @@ from typing import Any
 import numpy as np
 
 from cli.evaluate import CommandError, build_config, encoder_for, fail, method_parameters, read_labelled
+from loaders.tokenizer import TokenizerUnavailable, load_model_counter
 from longparser import Resources, chunk_blocks
 from longparser.evaluation import LabelledDocument
-from longparser.resources import Encoder
+from longparser.resources import Encoder, select_counter
 from longparser.semantic import unit_rows
-from longparser.tokens import TokenCounter, estimate_tokens
+from longparser.tokens import ESTIMATE_NAME, TokenCounter, count
 from schemas import Chunk, ChunkingConfig, ChunkResult
 
-COUNTER_NAMES = {estimate_tokens: "DEC-04 estimate (whitespace words x 1.33)"}
+COUNTER_NAMES = {ESTIMATE_NAME: "DEC-04 estimate (whitespace words x 1.33)"}
 
 
 def block_id(document: LabelledDocument, index: int) -> str:
@@ -139,14 +140,16 @@ def score_question(
 
 def evaluate_retrieval(
     documents: Sequence[LabelledDocument], config: ChunkingConfig, encoder: Encoder, budget: int,
-    group_size: int, counter: TokenCounter = estimate_tokens,
+    group_size: int, model_counter: TokenCounter | None = None,
 ) -> dict[str, Any]:
-    """The whole report (see the module docstring)."""
+    """The whole report (see the module docstring); tokens are counted by the config's counter."""
     groups = long_documents(documents, group_size)
     semantic_encoder = encoder if config.use_semantic_chunking else None
-    results = chunk_groups(groups, config, Resources(encoder=semantic_encoder, token_counter=counter))
+    resources = Resources(encoder=semantic_encoder, model_counter=model_counter)
+    counter = select_counter(config.token_counter, resources)
+    results = chunk_groups(groups, config, resources)
     chunks = [chunk for result in results for chunk in result.chunks]
-    block_tokens = {block_id(d, i): counter(t) for d in documents for i, t in enumerate(d.blocks)}
+    block_tokens = {block_id(d, i): count(counter, t) for d in documents for i, t in enumerate(d.blocks)}
     block_source = {block_id(d, i): d.id for d in documents for i in range(len(d.blocks))}
     asked = [(d, q) for d in documents for q in d.questions]
     orders = rank_chunks(encoder, [q.question for _, q in asked], [c.text for c in chunks])
@@ -159,7 +162,7 @@ def evaluate_retrieval(
     n = len(per_question)
     return {
         "budget": budget,
-        "token_counter": COUNTER_NAMES.get(counter, getattr(counter, "name", repr(counter))),
+        "token_counter": COUNTER_NAMES.get(counter.name, counter.name),
         "group_size": group_size,
         "long_documents": len(groups),
         "documents": len(documents),
@@ -207,6 +210,12 @@ def run_evaluate_retrieval(args: argparse.Namespace) -> int:
         if not any(d.questions for d in documents):
             raise CommandError(2, f"{args.labelled}: no document has questions")
         encoder = encoder_for(args)
+        model_counter = None
+        if config.token_counter == "model":
+            try:
+                model_counter = load_model_counter()
+            except TokenizerUnavailable as exc:
+                raise CommandError(3, str(exc)) from None
     except CommandError as exc:
         return fail("evaluate-retrieval", exc)
     report = {
@@ -214,7 +223,7 @@ def run_evaluate_retrieval(args: argparse.Namespace) -> int:
         "method": method_parameters(config)["method"],
         "model": encoder.name,
         "weights_sha256": encoder.weights_sha256,
-        **evaluate_retrieval(documents, config, encoder, args.budget, args.group_size),
+        **evaluate_retrieval(documents, config, encoder, args.budget, args.group_size, model_counter),
     }
     print(json.dumps(report, indent=2) if args.json else format_report(report))
     return 0

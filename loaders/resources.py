@@ -8,6 +8,7 @@ import os
 from loaders.encoder import load_encoder
 from loaders.pinned_model import PINNED_SHA256, EncoderUnavailable
 from loaders.quality import load_language_id, load_word_list
+from loaders.tokenizer import TokenizerUnavailable, load_model_counter
 from longparser.resources import Resources
 
 logger = logging.getLogger(__name__)
@@ -23,6 +24,7 @@ def build_resources(
     strict: bool,
     word_list_required: bool = False,
     language_id_required: bool = False,
+    model_counter: bool = True,
     expected_sha256: str = PINNED_SHA256,
 ) -> Resources:
     """Load the resources a process hands to the engine.
@@ -36,6 +38,8 @@ def build_resources(
             reason, so results record that semantic mode was unavailable.
         word_list_required, language_id_required: the operator asked for these explicitly,
             so a failure to load them raises instead of turning the check off.
+        model_counter: load the model's token counter (for requests with ``token_counter:
+            "model"``); a failure is recorded, and each such request is refused with it.
         expected_sha256: the weights pin (tests substitute the digest of a fake file).
 
     Raises:
@@ -50,7 +54,16 @@ def build_resources(
                 raise
             encoder_error = str(exc)
             logger.warning("semantic boundaries unavailable, packing structurally: %s", encoder_error)
+    counter, counter_error = None, None
+    if model_counter:
+        try:
+            counter = load_model_counter()
+        except TokenizerUnavailable as exc:
+            counter_error = str(exc)
+            logger.warning("token_counter 'model' unavailable: %s", counter_error)
     return Resources(
+        model_counter=counter,
+        model_counter_error=counter_error,
         word_list=load_word_list(word_list_path, required=word_list_required),
         language_id=load_language_id(required=language_id_required) if language_id else None,
         encoder=encoder,

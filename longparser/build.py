@@ -86,7 +86,9 @@ class Draft:
         overlap_ids: block ids of the overlap paragraphs held in ``prefix``.
     """
 
-    __slots__ = ("_body", "_parts", "kind", "lead", "meta", "overlap_ids", "prefix", "prefix_units", "section")
+    __slots__ = (
+        "_body", "_parts", "kind", "lead", "meta", "overlap_ids", "prefix", "prefix_units", "section",
+    )
 
     def __init__(
         self, parts: list[Part], kind: str, section: Section, meta: dict[str, Any] | None = None

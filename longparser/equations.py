@@ -1,8 +1,9 @@
 """Equation detection: is a paragraph block really a formula?
 
 A paragraph is re-tagged as an equation when the sum of these signals reaches
-:data:`EQUATION_THRESHOLD` (the weights and thresholds are the service's specified ones, in :data:`SIGNALS`; the
-judgement calls are what counts as a math character, a pattern hit and an isolated variable, recorded here):
+:data:`EQUATION_THRESHOLD` (the weights and thresholds are the service's specified ones, in
+:data:`SIGNALS`; the judgement calls are what counts as a math character, a pattern hit and an
+isolated variable, recorded here):
 
 * **density** of math characters: > 5% +2.0, > 1% +1.0 (strictly above). Density = math
   characters / non-whitespace characters. Math characters are NON-ASCII only: Greek letters,
@@ -215,7 +216,9 @@ def _has_indexed_variable(text: str) -> bool:
 
 
 def _has_script(text: str) -> bool:
-    return ("_" in text and _SUB_RE.search(text) is not None) or ("^" in text and _SUP_RE.search(text) is not None)
+    return ("_" in text and _SUB_RE.search(text) is not None) or (
+        "^" in text and _SUP_RE.search(text) is not None
+    )
 
 
 def _has_big_operator(text: str, symbols: frozenset[str]) -> bool:

@@ -37,11 +37,11 @@ from longparser.overlap import apply_overlap
 from longparser.packing import pack_prose
 from longparser.prepare import prepare
 from longparser.quality import ChunkScorer
-from longparser.resources import NO_RESOURCES, Resources
+from longparser.resources import NO_RESOURCES, Resources, select_counter
 from longparser.sections import ListSeg, ProseSeg, Section, group_sections
 from longparser.semantic import section_boundaries
 from longparser.table_chunks import table_drafts
-from longparser.tokens import TokenCounter, as_counter
+from longparser.tokens import TokenCounter
 from schemas import Block, Chunk, ChunkingConfig, ChunkRequest, ChunkResult, ChunkStats, SemanticStats
 
 logger = logging.getLogger(__name__)
@@ -79,13 +79,16 @@ def _semantic(
         available=True,
         boundaries=len(starts),
         texts_embedded=embedded,
+        method=config.semantic_method,
         model=getattr(encoder, "name", None),
         weights_sha256=getattr(encoder, "weights_sha256", None),
     )
     return starts, stats
 
 
-def section_drafts(section: Section, starts: set[int], config: ChunkingConfig, counter: TokenCounter) -> list[Draft]:
+def section_drafts(
+    section: Section, starts: set[int], config: ChunkingConfig, counter: TokenCounter
+) -> list[Draft]:
     """The drafts of one section's segments, in order."""
     drafts: list[Draft] = []
     for seg in section.segments:
@@ -109,7 +112,9 @@ def build_drafts(
     return drafts
 
 
-def finalize(drafts: list[Draft], document_id: str | None, resources: Resources, counter: TokenCounter) -> list[Chunk]:
+def finalize(
+    drafts: list[Draft], document_id: str | None, resources: Resources, counter: TokenCounter
+) -> list[Chunk]:
     """Ids, final token counts and quality scores (of the final text)."""
     score = ChunkScorer(resources.word_list, resources.language_id).score
     chunks = []
@@ -143,10 +148,14 @@ def chunk_blocks(
 
     Returns:
         The chunks in reading order plus stats.
+
+    Raises:
+        pydantic.ValidationError: a block or the config is invalid.
+        RequestRefused: the config asks for a resource ``resources`` lacks (the model's counter).
     """
     t0 = time.perf_counter()
     cfg, res = _as_config(config), resources if resources is not None else NO_RESOURCES
-    counter = as_counter(res.token_counter)
+    counter = select_counter(cfg.token_counter, res)
     intake = BlockIntake(blocks)
     records, excluded, retagged = prepare(intake, cfg, counter)
     t2 = time.perf_counter()
@@ -170,6 +179,8 @@ def chunk_blocks(
         equations_detected=retagged,
         chunks_out=len(chunks),
         chunks_by_type=dict(Counter(chunk.chunk_type for chunk in chunks)),
+        token_counter=counter.name,
+        strict_max_tokens=cfg.strict_max_tokens,
         semantic=semantic,
         resources=res.availability(),
         timings_ms=timings,

@@ -26,10 +26,9 @@ import string
 from collections.abc import Iterable
 
 from longparser.equations import looks_like_equation
-from schemas import Block
 from longparser.tables import Grid, build_grid
 from longparser.tokens import TokenCounter
-from schemas import ChunkingConfig
+from schemas import Block, ChunkingConfig
 
 _SEPARATOR_CHARS = frozenset("_-=.·•") | frozenset(chr(c) for c in range(0x2500, 0x2580))
 # A block whose text starts with one of these is neither blank nor separator-only: unless it is a

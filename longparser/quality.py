@@ -203,7 +203,9 @@ def _coverage(scan: _Scan, dictionary: _Dictionary) -> tuple[float | None, float
     return coverage, penalty
 
 
-def _language(text: str, language_id: LanguageIdentifier | None) -> tuple[str | None, float, Exception | None]:
+def _language(
+    text: str, language_id: LanguageIdentifier | None
+) -> tuple[str | None, float, Exception | None]:
     """(language code or None, confidence, the identifier's error or None)."""
     stripped = text.strip()
     if language_id is None or len(stripped) < MIN_LANGUAGE_TEXT:

@@ -10,9 +10,10 @@ resources lives in the ``loaders`` package, outside the engine.
 from __future__ import annotations
 
 from collections.abc import Container, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
+from longparser.errors import RequestRefused
 from longparser.tokens import ESTIMATE, TokenCounter
 
 
@@ -44,14 +45,17 @@ class Resources:
         language_id: language identifier for the language penalty (None: confidence 1.0).
         encoder: sentence encoder for semantic boundaries (None: structural packing only).
         encoder_error: why the encoder is unavailable, recorded in the result's stats.
-        token_counter: the token estimate used for packing (DEC-04 by default).
+        model_counter: the embedding model's token counter, for ``token_counter: "model"``
+            (None: such a request is refused with ``model_counter_error``).
+        model_counter_error: why the model's counter is unavailable (what to install).
     """
 
     word_list: Container[str] | None = None
     language_id: LanguageIdentifier | None = None
     encoder: Encoder | None = None
     encoder_error: str | None = None
-    token_counter: TokenCounter = field(default=ESTIMATE)
+    model_counter: TokenCounter | None = None
+    model_counter_error: str | None = None
 
     def availability(self) -> dict[str, bool]:
         """Which resources are present, for the result's stats."""
@@ -59,7 +63,25 @@ class Resources:
             "word_list": self.word_list is not None,
             "language_id": self.language_id is not None,
             "encoder": self.encoder is not None,
+            "model_counter": self.model_counter is not None,
         }
 
 
 NO_RESOURCES = Resources()
+NO_MODEL_COUNTER = "no model token counter provided"
+
+
+def select_counter(name: str, resources: Resources) -> TokenCounter:
+    """The counter a request's ``token_counter`` names.
+
+    Raises:
+        RequestRefused: ``"model"`` without the model's counter (the message says what to install).
+    """
+    if name == "estimate":
+        return ESTIMATE
+    if resources.model_counter is None:
+        raise RequestRefused(
+            f"token_counter 'model' needs the embedding model's tokenizer: "
+            f"{resources.model_counter_error or NO_MODEL_COUNTER}"
+        )
+    return resources.model_counter

@@ -92,7 +92,9 @@ def _batches(line_tokens: list[int], head_tokens: int, config: ChunkingConfig) -
     return starts
 
 
-def _meta(rec: Rec, fmt: str, rows: tuple[int, int] | None = None, band: list[int] | None = None) -> dict[str, Any]:
+def _meta(
+    rec: Rec, fmt: str, rows: tuple[int, int] | None = None, band: list[int] | None = None
+) -> dict[str, Any]:
     return {"table_block_id": rec.block_id, "row_start": rows[0] if rows else None,
             "row_end": rows[1] if rows else None, "col_band": band, "table_format": fmt}
 
@@ -127,7 +129,7 @@ def _schema_draft(rec: Rec, grid: Grid, section: Section, fmt: str, counter: Tok
             f"Columns: {described}\nSample rows:\n" + LINE_SEPARATOR.join(samples))
     meta: dict[str, Any] = {"table_block_id": rec.block_id, "n_rows": len(grid.rows),
                             "n_cols": len(grid.columns), "columns": profiles, "table_format": fmt}
-    return Draft([part(rec, text, counter.measure((text,))[0])], "table_schema", section, meta)
+    return _whole(rec, text, "table_schema", section, meta, counter)
 
 
 def _with_caption(draft: Draft, seg: TableSeg) -> None:
@@ -140,18 +142,26 @@ def _with_caption(draft: Draft, seg: TableSeg) -> None:
     draft.meta["caption_block_id"] = cap.block_id
 
 
-def table_drafts(seg: TableSeg, section: Section, config: ChunkingConfig, counter: TokenCounter) -> list[Draft]:
+def _whole(
+    rec: Rec, text: str, kind: str, section: Section, meta: dict[str, Any], counter: TokenCounter
+) -> Draft:
+    """A draft of one piece of text (the table's own text, a header line, a schema)."""
+    return Draft([part(rec, text, counter.measure((text,))[0])], kind, section, meta)
+
+
+def table_drafts(
+    seg: TableSeg, section: Section, config: ChunkingConfig, counter: TokenCounter
+) -> list[Draft]:
     """All drafts of one table block, in emission order."""
     rec, grid = seg.table, seg.table.grid
     fmt = config.table_chunk_format
     if grid is None:
-        drafts = [Draft([part(rec, rec.text, counter.measure((rec.text,))[0])], "table", section, _meta(rec, "text"))]
+        drafts = [_whole(rec, rec.text, "table", section, _meta(rec, "text"), counter)]
     else:
         drafts = [_schema_draft(rec, grid, section, fmt, counter)] if config.generate_schema_chunks else []
         if grid.rows:
             drafts.extend(_row_drafts(rec, grid, section, config, counter))
         else:
-            header = " | ".join(grid.columns)
-            drafts.append(Draft([part(rec, header, counter.measure((header,))[0])], "table", section, _meta(rec, fmt)))
+            drafts.append(_whole(rec, " | ".join(grid.columns), "table", section, _meta(rec, fmt), counter))
     _with_caption(drafts[0], seg)
     return drafts

@@ -72,7 +72,9 @@ def clean_texts(texts: list[str | None]) -> list[str]:
     return [text if text.isprintable() else " ".join(text.split()) for text in cleaned]
 
 
-def _positions(cells: Sequence[TableCell], row_ids: list[int], col_ids: list[int]) -> tuple[list[int], Sequence[int]]:
+def _positions(
+    cells: Sequence[TableCell], row_ids: list[int], col_ids: list[int]
+) -> tuple[list[int], Sequence[int]]:
     """Every grid position the cells cover, in cell order: ``(flat positions, owning cell index)``.
 
     A span covers the grid rows/columns whose index falls in its range (clipped to the grid).
@@ -82,7 +84,8 @@ def _positions(cells: Sequence[TableCell], row_ids: list[int], col_ids: list[int
     width = len(col_ids)
     row_at = {r: i for i, r in enumerate(row_ids)}.__getitem__
     col_at = {c: j for j, c in enumerate(col_ids)}.__getitem__
-    firsts = list(map(add, map(mul, map(row_at, map(_ROW, cells)), repeat(width)), map(col_at, map(_COL, cells))))
+    row_starts = map(mul, map(row_at, map(_ROW, cells)), repeat(width))
+    firsts = list(map(add, row_starts, map(col_at, map(_COL, cells))))
     if max(map(_ROW_SPAN, cells)) == 1 and max(map(_COL_SPAN, cells)) == 1:
         return firsts, range(len(cells))
     positions: list[int] = []

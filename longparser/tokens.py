@@ -78,8 +78,10 @@ def word_counts(texts: Sequence[str]) -> list[int]:
     joined = "\0".join(plain)
     if joined.count("\0") != len(plain) - 1:  # a text holds the separator itself
         return list(map(word_count, texts))
-    ascii_counts = iter(map(_words_in_runs, joined.encode("ascii").translate(_WORD_RUN_TABLE).split(b"\0")))
-    return [next(ascii_counts) if flag else len(text.split()) for text, flag in zip(texts, is_ascii, strict=True)]
+    runs = joined.encode("ascii").translate(_WORD_RUN_TABLE).split(b"\0")
+    ascii_counts = iter(map(_words_in_runs, runs))
+    return [next(ascii_counts) if flag else len(text.split())
+            for text, flag in zip(texts, is_ascii, strict=True)]
 
 
 def estimate_for_words(words: int) -> int:

@@ -32,6 +32,8 @@ class Chunk(BaseModel):
     equation_detected: bool = False
     metadata: dict[str, Any] = Field(default_factory=dict)
     quality_score: float = Field(default=0.0, ge=0.0, le=1.0)
+    # heading_context: the chunk's heading breadcrumb then its text (what to embed); else null
+    embed_text: str | None = None
 
 
 class SemanticStats(BaseModel):
@@ -43,6 +45,7 @@ class SemanticStats(BaseModel):
     available: bool = False
     boundaries: int = 0
     texts_embedded: int = 0
+    method: str | None = None
     model: str | None = None
     weights_sha256: str | None = None
     reason: str | None = None
@@ -58,6 +61,8 @@ class ChunkStats(BaseModel):
     equations_detected: int = 0
     chunks_out: int = 0
     chunks_by_type: dict[str, int] = Field(default_factory=dict)
+    token_counter: str = "estimate"
+    strict_max_tokens: bool = False
     semantic: SemanticStats = Field(default_factory=SemanticStats)
     resources: dict[str, bool] = Field(default_factory=dict)
     timings_ms: dict[str, float] = Field(default_factory=dict)

@@ -1,4 +1,4 @@
-"""ChunkingConfig: the per-request knobs of the chunking engine (SPEC section 2)."""
+"""ChunkingConfig: the per-request knobs of the chunking engine (docs/config.md)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,22 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 TableChunkFormat = Literal["row_record", "pipe"]
+TokenCounterName = Literal["estimate", "model"]
+# The pinned embedding model's window in its own tokens, special tokens included
+# (sentence-transformers' max_seq_length for all-MiniLM-L6-v2): what fits is embedded whole.
+MODEL_WINDOW = 256
 # The names of longparser.boundary_methods.METHODS and ALIASES (a unit test keeps them equal).
 SemanticMethod = Literal["adjacent", "cohesion", "recommended"]
 
 
 class ChunkingConfig(BaseModel):
-    """Chunking options; every field is optional in a request and defaults as SPEC section 2.
+    """Chunking options; every field is optional in a request, and the defaults are the
+    service's original behaviour (docs/config.md).
 
-    ``max_tokens`` is a packing *target*, not a hard maximum (see DEC-04 in the README).
-    The embedding model is deliberately not configurable here: the worker's settings name it,
-    so a payload can never make a worker load arbitrary weights.
+    ``max_tokens`` is a packing *target* by default, and a true maximum of every chunk's final
+    text with ``strict_max_tokens`` (docs/strict.md). The embedding model is deliberately not
+    configurable here: the worker's settings name it, so a payload can never make a worker load
+    arbitrary weights.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -30,6 +36,16 @@ class ChunkingConfig(BaseModel):
     wide_table_col_threshold: int = Field(default=25, ge=1)
     detect_equations: bool = True
     exclude_headers_footers: bool = True
+    # --- budget (docs/strict.md) ------------------------------------------------------------
+    # "estimate": DEC-04 (whitespace words x 1.33); "model": the pinned model's own tokenizer.
+    token_counter: TokenCounterName = "estimate"
+    # Every chunk's final text (embed_text with heading_context) counts at most max_tokens.
+    strict_max_tokens: bool = False
+    # --- context ------------------------------------------------------------------------------
+    # Each chunk also gets embed_text: its heading breadcrumb, then its text.
+    heading_context: bool = False
+    # Overlap may take at most this share of max_tokens (None: whole paragraphs, as before).
+    overlap_max_share: float | None = Field(default=None, gt=0.0, le=1.0)
     # --- semantic boundaries (docs/semantic.md) -----------------------------------------------
     use_semantic_chunking: bool = False
     # "adjacent" (the default, unchanged behaviour), "cohesion", or "recommended" (= cohesion).
@@ -56,9 +72,17 @@ class ChunkingConfig(BaseModel):
         }
 
     @model_validator(mode="after")
-    def _min_below_max(self) -> ChunkingConfig:
+    def _budget_is_consistent(self) -> ChunkingConfig:
         if self.min_tokens >= self.max_tokens:
+            default = "" if "min_tokens" in self.model_fields_set else ", its default"
             raise ValueError(
-                f"min_tokens ({self.min_tokens}) must be smaller than max_tokens ({self.max_tokens})"
+                f"min_tokens ({self.min_tokens}{default}) must be smaller than max_tokens "
+                f"({self.max_tokens}): set min_tokens below {self.max_tokens}"
+            )
+        if self.strict_max_tokens and self.token_counter == "model" and self.max_tokens > MODEL_WINDOW:
+            raise ValueError(
+                f"max_tokens ({self.max_tokens}) is above the embedding model's window "
+                f"({MODEL_WINDOW} tokens) while strict_max_tokens and token_counter 'model' ask for "
+                f"chunks that fit it: set max_tokens to {MODEL_WINDOW} or less"
             )
         return self

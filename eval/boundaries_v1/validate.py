@@ -1,5 +1,7 @@
 """Structural validator for boundaries_v1. Reads the JSON and checks fields only; no model, no scoring."""
-import json, re, sys
+import json
+import re
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent

@@ -138,7 +138,8 @@ def test_B04_semantic_off_never_touches_the_encoder(make_block, monkeypatch):
     result = run_engine([make_block("A."), make_block("B.")], Resources(encoder=_Untouchable()))
     assert [c.text for c in result.chunks] == ["A.\n\nB."]
     assert result.stats.semantic.requested is False and result.stats.semantic.texts_embedded == 0
-    assert result.stats.resources == {"word_list": False, "language_id": False, "encoder": True}
+    assert result.stats.resources == {
+        "word_list": False, "language_id": False, "encoder": True, "model_counter": False}
 
 
 # --- S01 short input ------------------------------------------------------------------------------
@@ -174,6 +175,7 @@ def test_S01_single_block_document_is_one_chunk_without_embedding(
         available=True,
         boundaries=0,
         texts_embedded=0,
+        method="adjacent",
         model=MODEL_NAME,
         weights_sha256=digest,
     )
@@ -271,6 +273,7 @@ def test_S04_chunks_split_at_the_semantic_boundary(
         available=True,
         boundaries=1,
         texts_embedded=4,
+        method="adjacent",
         model=MODEL_NAME,
         weights_sha256=digest,
     )

@@ -1,0 +1,92 @@
+"""The embedding model's own token counter (``token_counter: "model"``), from its tokenizer file.
+
+all-MiniLM-L6-v2 embeds at most 256 tokens of its WordPiece tokenizer, ``[CLS]`` and
+``[SEP]`` included, and silently drops the rest. This counter counts exactly those tokens with
+the ``tokenizers`` library (Rust; no torch, no weights), from the tokenizer file that ships in
+``loaders/model_files`` (the model package's own file, digest checked at every load).
+
+The file's own settings are undone on load: it truncates at 128 tokens and pads to 128, which
+would cap every count. Counting is additive: the tokenizer splits words at whitespace and
+punctuation before it cuts them into pieces, so texts joined by whitespace have exactly the
+sum of their pieces plus one ``[CLS]``/``[SEP]`` pair (:meth:`ModelTokenCounter.join`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from loaders.errors import ResourceUnavailable
+from loaders.pinned_model import MODEL_NAME, file_sha256
+
+logger = logging.getLogger(__name__)
+
+TOKENIZER_FILE = Path(__file__).resolve().parent / "model_files" / "all-MiniLM-L6-v2.tokenizer.json"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+TOKENIZERS_HINT = "install the `tokenizers` package (`pip install tokenizers`, part of longparser-worker)"
+BATCH = 256  # texts per encode_batch call: large enough to amortise the call, small in memory
+
+
+class TokenizerUnavailable(ResourceUnavailable):
+    """The model's tokenizer cannot be loaded; the message says what to install."""
+
+
+class ModelTokenCounter:
+    """The engine's ``TokenCounter`` over the pinned model's WordPiece tokenizer.
+
+    Units are a text's tokens without the special tokens the model adds once per input.
+    """
+
+    def __init__(self, tokenizer: Any, *, name: str = MODEL_NAME) -> None:
+        self.tokenizer = tokenizer
+        self.name = name
+        self.special_tokens = tokenizer.num_special_tokens_to_add(False)
+
+    def measure(self, texts: Sequence[str]) -> list[int]:
+        units: list[int] = []
+        for start in range(0, len(texts), BATCH):
+            batch = list(texts[start : start + BATCH])
+            encodings = self.tokenizer.encode_batch(batch, add_special_tokens=False)
+            units.extend([len(encoding.ids) for encoding in encodings])
+        return units
+
+    def join(self, text: str, units: Sequence[int]) -> int:
+        return sum(units) + self.special_tokens
+
+    def fitting_prefix(self, text: str, budget: int) -> int:
+        """Up to the end of the last token that fits (a word may be cut between its pieces)."""
+        room = budget - self.special_tokens
+        if room <= 0:
+            return 0
+        offsets = self.tokenizer.encode(text, add_special_tokens=False).offsets
+        if len(offsets) <= room:
+            return len(text)
+        return offsets[room - 1][1]
+
+
+def load_model_counter(path: str | os.PathLike[str] | None = None) -> ModelTokenCounter:
+    """The model's token counter from ``path`` (default: the bundled file, digest checked).
+
+    Raises:
+        TokenizerUnavailable: ``tokenizers`` is missing, or the file is missing or not the pinned one.
+    """
+    file = Path(path) if path is not None else TOKENIZER_FILE
+    if not file.is_file():
+        raise TokenizerUnavailable(f"tokenizer file {file} not found (reinstall longparser-worker)")
+    if path is None and (digest := file_sha256(file)) != TOKENIZER_SHA256:
+        raise TokenizerUnavailable(
+            f"tokenizer file {file} has sha256 {digest}, not the pinned {TOKENIZER_SHA256} "
+            "(reinstall longparser-worker)"
+        )
+    try:
+        from tokenizers import Tokenizer
+    except ImportError as exc:
+        raise TokenizerUnavailable(f"the tokenizers library is missing ({exc}); {TOKENIZERS_HINT}") from exc
+    tokenizer = Tokenizer.from_file(str(file))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    logger.debug("loaded the %s tokenizer from %s", MODEL_NAME, file)
+    return ModelTokenCounter(tokenizer)
