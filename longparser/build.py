@@ -174,7 +174,7 @@ def chunk_metadata(draft: Draft, quality: dict[str, Any]) -> dict[str, Any]:
 
 def to_chunk(
     draft: Draft, chunk_id: str, text: str, token_count: int, score: float, quality: dict[str, Any],
-    sources: list[Rec],
+    sources: list[Rec], embed_text: str | None = None,
 ) -> Chunk:
     """Build the output chunk of ``draft`` (``sources``: its :attr:`Draft.sources`)."""
     return _validate_chunk({
@@ -189,4 +189,5 @@ def to_chunk(
         "equation_detected": any(rec.kind == "equation" for rec in sources),
         "metadata": chunk_metadata(draft, quality),
         "quality_score": min(1.0, max(0.0, float(score))),
+        "embed_text": embed_text,
     })

@@ -1,11 +1,24 @@
-"""Stage 7: minimum-size merging.
+"""Stage 7: headings lead what they head, and minimum-size merging.
 
-A draft whose token count (of its text so far) is under ``min_tokens`` merges into the
-previous draft of the same section, else the next draft of the same section, else the
-previous draft, else the next. Table and table_schema drafts never take part: they are
-neither merged nor merge targets, and "previous"/"next" skip over them (decision: the
-nearest eligible draft, so a short paragraph after a table can still join the prose before
-the table). Texts join with a blank line; blocks (hence ids and pages) are unioned in order.
+Headings first (:func:`lead_headings`): headings at the end of a draft that has other content
+move to the start of the next draft, the content they open (whatever its section or type), so
+no chunk ends with a heading unless the document does. Then, with ``min_tokens`` > 0
+(:func:`merge_small`):
+
+* a draft made only of headings merges FORWARD into the next draft, the content it opens (its
+  own section's next draft, else the next section's first), and backward into the previous
+  draft only at the very end of the document. A heading-only draft before a table joins the
+  table's first draft as its opening lines, like a caption (its id in ``block_ids``); a
+  table still never merges with prose;
+* any other draft whose token count is under ``min_tokens`` merges into the previous draft of
+  the same section, else the next draft of the same section, else the previous draft, else
+  the next. Table and table_schema drafts never take part: they are neither merged nor merge
+  targets, and "previous"/"next" skip over them (decision: the nearest eligible draft, so a
+  short paragraph after a table can still join the prose before the table). Texts join with a
+  blank line; blocks (hence ids and pages) are unioned in order.
+
+A merged draft belongs to its target's section: a heading merged forward takes the section of
+the content it opens (a chunk's ``section_path`` is that of its content).
 
 The merged draft keeps the target's type, but becomes ``equation`` when either side held an
 equation; metadata is the union (target wins). A draft merged forward is checked again (it
@@ -21,7 +34,7 @@ lacks) it stays in the text, inline.
 
 from __future__ import annotations
 
-from longparser.build import LINE_SEPARATOR, Draft, part
+from longparser.build import LINE_SEPARATOR, Draft, Part, part
 from longparser.prepare import Rec
 from longparser.tokens import TokenCounter
 
@@ -51,6 +64,38 @@ def merge_pair(earlier: Draft, later: Draft, target: Draft) -> Draft:
     return merged
 
 
+def _only_headings(draft: Draft) -> bool:
+    return all(piece.rec.kind == "heading" for piece in draft.parts)
+
+
+def _trailing_headings(draft: Draft) -> int:
+    """How many parts at the end of ``draft`` are headings."""
+    n = 0
+    for piece in reversed(draft.parts):
+        if piece.rec.kind != "heading" or piece.context:
+            break
+        n += 1
+    return n
+
+
+def _open_with(headings: list[Part], draft: Draft) -> None:
+    """Put ``headings`` at the start of ``draft`` (a table's opening lines, else a paragraph)."""
+    sep = LINE_SEPARATOR if draft.is_table else MERGE_SEPARATOR
+    first, *rest = draft.parts
+    draft.parts = [headings[0].after(""), *headings[1:], first.after(sep), *rest]
+
+
+def lead_headings(drafts: list[Draft]) -> list[Draft]:
+    """Move headings that end a draft with other content to the start of the next draft."""
+    for draft, following in zip(drafts, drafts[1:], strict=False):
+        n = _trailing_headings(draft)
+        if n and n < len(draft.parts):
+            moved = draft.parts[-n:]
+            draft.parts = draft.parts[:-n]
+            _open_with([moved[0].after(MERGE_SEPARATOR), *moved[1:]], following)
+    return drafts
+
+
 def _neighbour(slots: list[Draft | None], i: int, step: int, section: int | None) -> int | None:
     """Index of the nearest eligible draft from ``i`` in direction ``step`` (same section if given)."""
     j = i + step
@@ -73,11 +118,38 @@ def _target(slots: list[Draft | None], i: int) -> int | None:
     return None
 
 
+def _merge_heading(slots: list[Draft | None], i: int) -> bool:
+    """Merge the heading-only draft in slot ``i`` forward (or, at the end, back); False if alone."""
+    draft = slots[i]
+    assert draft is not None
+    following = next((j for j in range(i + 1, len(slots)) if slots[j] is not None), None)
+    if following is not None and slots[following].is_table:  # type: ignore[union-attr]
+        _open_with(draft.parts, slots[following])  # type: ignore[arg-type]
+        slots[i] = None
+        return True
+    j = following if following is not None else _neighbour(slots, i, -1, None)
+    if j is None:
+        return False
+    target = slots[j]
+    assert target is not None
+    earlier, later = (target, draft) if j < i else (draft, target)
+    slots[max(i, j)] = merge_pair(earlier, later, target)
+    slots[min(i, j)] = None
+    return True
+
+
 def merge_small(drafts: list[Draft], min_tokens: int, counter: TokenCounter) -> list[Draft]:
-    """Merge drafts under ``min_tokens`` (see module doc); returns a new list."""
+    """Merge heading-only drafts, then drafts under ``min_tokens`` (see module doc); a new list.
+
+    Heading-only drafts go first, so that no small draft can take one as its merge target (a
+    chunk would then end with the heading).
+    """
     if min_tokens <= 0:
         return list(drafts)
     slots: list[Draft | None] = list(drafts)
+    for i, draft in enumerate(slots):
+        if draft is not None and not draft.is_table and _only_headings(draft):
+            _merge_heading(slots, i)
     for i in range(len(slots)):
         draft = slots[i]
         if draft is None or draft.is_table or draft.tokens(counter) >= min_tokens:

@@ -29,10 +29,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from longparser.build import Draft, to_chunk
+from longparser.context import embed_text
 from longparser.ids import chunk_id
 from longparser.intake import BlockIntake
 from longparser.lists import list_drafts
-from longparser.merging import merge_small
+from longparser.merging import lead_headings, merge_small
 from longparser.overlap import apply_overlap
 from longparser.packing import pack_prose
 from longparser.prepare import prepare
@@ -106,23 +107,25 @@ def build_drafts(
 ) -> list[Draft]:
     """Drafts of the whole document: built, merged, ordered, overlapped."""
     drafts = [draft for section in sections for draft in section_drafts(section, starts, config, counter)]
-    drafts = merge_small(drafts, config.min_tokens, counter)
+    drafts = merge_small(lead_headings(drafts), config.min_tokens, counter)
     drafts.sort(key=Draft.first_pos.fget)  # type: ignore[attr-defined]
     apply_overlap(drafts, config.overlap_blocks)
     return drafts
 
 
 def finalize(
-    drafts: list[Draft], document_id: str | None, resources: Resources, counter: TokenCounter
+    drafts: list[Draft], document_id: str | None, config: ChunkingConfig, resources: Resources,
+    counter: TokenCounter,
 ) -> list[Chunk]:
-    """Ids, final token counts and quality scores (of the final text)."""
+    """Ids, final token counts, quality scores (of the final text) and the embedding context."""
     score = ChunkScorer(resources.word_list, resources.language_id).score
     chunks = []
     for index, draft in enumerate(drafts):
         text, sources = draft.text, draft.sources
         quality, components = score(text, [(rec.confidence, len(rec.text)) for rec in sources])
         ident = chunk_id(document_id, index, draft.kind, [rec.block_id for rec in sources], text)
-        chunks.append(to_chunk(draft, ident, text, draft.tokens(counter), quality, components, sources))
+        context = embed_text(draft, text) if config.heading_context else None
+        chunks.append(to_chunk(draft, ident, text, draft.tokens(counter), quality, components, sources, context))
     return chunks
 
 
@@ -165,7 +168,7 @@ def chunk_blocks(
     t4 = time.perf_counter()
     drafts = build_drafts(sections, starts, cfg, counter)
     t5 = time.perf_counter()
-    chunks = finalize(drafts, document_id, res, counter)
+    chunks = finalize(drafts, document_id, cfg, res, counter)
     t6 = time.perf_counter()
     timings = {
         "validate": round(intake.seconds * 1000.0, 3),

@@ -250,6 +250,27 @@ def check_list_and_table_pieces(
             assert next_start is None or next_start == end + 1, f"{key}: rows not contiguous: {spans}"
 
 
+def check_headings_lead(
+    blocks: list[dict[str, Any]], kept: set[str], config: dict[str, Any], result: ChunkResult
+) -> None:
+    """No chunk ends with a heading block unless the document does (its last kept block) or,
+    with merging off, the chunk is made only of headings; embed_text is the chunk's
+    breadcrumb (titles of its section path) then its text."""
+    kind = {b["block_id"]: b["type"] for b in blocks}
+    last_kept = max((b for b in blocks if b["block_id"] in kept), key=blocks.index, default=None)
+    for chunk in result.chunks:
+        last = chunk.block_ids[-1]
+        if kind[last] == "heading" and last != (last_kept or {}).get("block_id"):
+            only_headings = all(kind[b] == "heading" for b in chunk.block_ids)
+            assert config["min_tokens"] == 0 and only_headings, f"chunk ends with heading {last}"
+        if not config.get("heading_context"):
+            assert chunk.embed_text is None
+            continue
+        assert chunk.embed_text is not None and chunk.embed_text.endswith(chunk.text)
+        titles = chunk.embed_text[: len(chunk.embed_text) - len(chunk.text)].splitlines()
+        assert all(title in chunk.section_path for title in titles)
+
+
 @PROPERTY_SETTINGS
 @given(blocks=block_streams(), config=configs(), resources=st.sampled_from(sorted(RESOURCES)))
 def test_valid_requests_keep_every_invariant(
@@ -266,6 +287,7 @@ def test_valid_requests_keep_every_invariant(
     check_order_and_provenance(blocks, kept, result)
     check_overlap_and_types(blocks, config, result)
     check_list_and_table_pieces(blocks, config, result)
+    check_headings_lead(blocks, kept, config, result)
     again = chunk_blocks(blocks, config, RESOURCES[resources], document_id="prop-doc")
     assert without_timings(again) == without_timings(result), "same input gave a different result"
 

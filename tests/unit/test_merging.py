@@ -86,3 +86,67 @@ def test_B05_long_run_of_small_chunks_merges_into_one(make_block):
                         use_semantic_chunking=True, min_tokens=400, max_tokens=500)
     assert result.stats.semantic.boundaries == 49  # the premise: every block starts a chunk
     assert view(result) == [("section", "\n\n".join(texts), [f"b{i}" for i in range(1, 51)], [1])]
+
+
+# --- headings lead what they head -------------------------------------------------------------
+
+
+def _heading(make_block, text, path, **kw):
+    return make_block(text, "heading", path=path, **kw)
+
+
+def test_heading_of_the_next_part_opens_it_instead_of_ending_the_previous_chunk(make_block):
+    # The sample document's case: a heading-only section ("3 Maintenance Plan") between a
+    # chunk of the previous part and the first subsection of its own part.
+    body_a, body_b = words(60, "efficiency"), words(60, "schedule")
+    blocks = [make_block(body_a, path=["2 Fleet"]), _heading(make_block, "3 Plan", ["3 Plan"]),
+              _heading(make_block, "3.1 Schedule", ["3 Plan", "3.1 Schedule"]),
+              make_block(body_b, path=["3 Plan", "3.1 Schedule"])]
+    result = run_engine(blocks, min_tokens=50)
+    assert [(c.text, c.block_ids, c.section_path) for c in result.chunks] == [
+        (body_a, ["b1"], ["2 Fleet"]),
+        (f"3 Plan\n\n3.1 Schedule\n\n{body_b}", ["b2", "b3", "b4"], ["3 Plan", "3.1 Schedule"]),
+    ]
+
+
+def test_consecutive_heading_only_sections_all_join_the_subsection_they_open(make_block):
+    blocks = [make_block(words(40, "intro"), path=["0"]), _heading(make_block, "1", ["1"]),
+              _heading(make_block, "1.1", ["1", "1.1"]), _heading(make_block, "1.1.1", ["1", "1.1", "1.1.1"]),
+              make_block(words(40, "deep"), path=["1", "1.1", "1.1.1"])]
+    result = run_engine(blocks, min_tokens=20)
+    assert [c.block_ids for c in result.chunks] == [["b1"], ["b2", "b3", "b4", "b5"]]
+    assert result.chunks[1].text.startswith("1\n\n1.1\n\n1.1.1\n\n")
+    assert result.chunks[1].section_path == ["1", "1.1", "1.1.1"]
+
+
+def test_heading_before_a_table_opens_the_tables_first_chunk_like_a_caption(make_block):
+    table = table_dict([["Name", "Year"], ["Ada", "1843"]])
+    blocks = [make_block(words(40), path=["A"]), _heading(make_block, "Results", ["B"]),
+              make_block("", "table", path=["B"], table=table)]
+    result = run_engine(blocks, min_tokens=20)
+    assert view(result) == [
+        ("section", words(40), ["b1"], [1]),
+        ("table_schema", "Results\nTable schema: 1 data rows, 2 columns.\nColumns: Name (string, 0% null); "
+                         "Year (number, 0% null)\nSample rows:\nRow 1: Name=Ada; Year=1843", ["b2", "b3"], [1]),
+        ("table", "Row 1: Name=Ada; Year=1843", ["b3"], [1]),
+    ]
+    assert result.chunks[1].section_path == ["B"]
+
+
+def test_heading_at_the_end_of_the_document_joins_the_previous_chunk(make_block):
+    blocks = [make_block(words(40), path=["A"]), _heading(make_block, "Appendix", ["Appendix"])]
+    result = run_engine(blocks, min_tokens=20)
+    assert [(c.text, c.block_ids, c.section_path) for c in result.chunks] == [
+        (f"{words(40)}\n\nAppendix", ["b1", "b2"], ["A"])]
+
+
+def test_headings_ending_a_prose_run_move_to_the_list_or_table_after_them(make_block):
+    # Headings that share the path of the text around them: the prose run ends with a heading
+    # that opens the list after it (even with merging off).
+    blocks = [make_block(words(30, "prose")), _heading(make_block, "Steps", ["Intro"]),
+              make_block("Do this first:"), make_block("- one", "list_item"), make_block("- two", "list_item")]
+    result = run_engine(blocks, min_tokens=0)
+    assert [(c.chunk_type, c.text) for c in result.chunks] == [
+        ("section", words(30, "prose")),
+        ("list", "Steps\n\nDo this first:\n- one\n- two"),
+    ]

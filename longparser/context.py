@@ -1,0 +1,34 @@
+"""Heading context for embedding (``heading_context``): a chunk's breadcrumb before its text.
+
+A chunk's ``embed_text`` is its heading breadcrumb - the titles of its section path, outermost
+first, one per line - followed by its text, so that the vector of a chunk deep in a document
+still carries what the chunk is about (docling-core's ``contextualize()`` does the same).
+``text`` stays the chunk's own content.
+
+A title the text already starts with (a heading block at the very start of the chunk) is not
+repeated in the breadcrumb. A chunk starting with copied context (overlap, a repeated lead-in)
+does not start with a heading, so its breadcrumb is whole.
+"""
+
+from __future__ import annotations
+
+from longparser.build import Draft
+
+BREADCRUMB_SEPARATOR = "\n"
+
+
+def breadcrumb(draft: Draft) -> list[str]:
+    """The section titles to put before ``draft``'s text, outermost first."""
+    leading: set[str] = set()
+    if not draft.prefix:
+        for piece in draft.parts:
+            if piece.rec.kind != "heading" or piece.context:
+                break
+            leading.add(piece.text.strip())
+    return [title for title in draft.path if title.strip() not in leading]
+
+
+def embed_text(draft: Draft, text: str) -> str:
+    """``text`` (the draft's final text) after its breadcrumb."""
+    titles = breadcrumb(draft)
+    return BREADCRUMB_SEPARATOR.join([*titles, text]) if titles else text
