@@ -12,8 +12,9 @@ Within a section, blocks are cut into segments, in reading order:
   directly before it (adjacent after exclusions, same section, same page) if no earlier table
   claimed it, else the caption directly after it. A caption not attached to a table is
   ordinary prose.
-* ``ListSeg``: a run of consecutive ``list_item`` blocks plus the ``paragraph`` directly
-  before it (the lead-in), when there is one in the same section.
+* ``ListSeg``: a run of consecutive ``list_item`` blocks plus its lead-in: the ``paragraph``
+  directly before it in the same section, when that paragraph introduces the list
+  (:func:`introduces_list`). Any other paragraph before a list is ordinary prose.
 * ``ProseSeg``: any other run (paragraph, heading, equation, figure, caption, code, and
   headers/footers when they are not excluded) - these are packed.
 
@@ -102,6 +103,25 @@ def attach_captions(records: list[Rec]) -> dict[int, tuple[Rec, bool]]:
     return attached
 
 
+# How a sentence that introduces a list ends (lower-cased, trailing punctuation aside).
+LEAD_IN_ENDINGS = (
+    "the following", "as follows", "following", "include", "includes", "including", "such as",
+    "namely", "below", "listed below", "these", "are", "e.g.", "for example", "for instance",
+)
+SHORT_LEAD_IN_WORDS = 40
+
+
+def introduces_list(text: str) -> bool:
+    """Whether a paragraph directly before a list is its lead-in: it ends with a colon or a
+    lead-in phrase ("the following", "as follows", "include", "such as", ...), or it is short
+    (at most :data:`SHORT_LEAD_IN_WORDS` words). A long paragraph that merely precedes a list
+    (a page-break fragment, the end of a discussion) is prose, never repeated with the list."""
+    stripped = text.rstrip()
+    if stripped.endswith(":") or len(stripped.split()) <= SHORT_LEAD_IN_WORDS:
+        return True
+    return stripped.rstrip(".,;—–-").rstrip().lower().endswith(LEAD_IN_ENDINGS)
+
+
 def segment(records: list[Rec]) -> list[Segment]:
     """Split a section's records into prose runs, tables (with captions) and lists (with lead-ins)."""
     captions = attach_captions(records)
@@ -123,7 +143,8 @@ def segment(records: list[Rec]) -> list[Segment]:
             cap, before = captions.get(i, (None, False))
             segments.append(TableSeg(rec, cap, before))
         elif rec.kind == "list_item":
-            lead = prose.pop() if prose and prose[-1].kind == "paragraph" else None
+            introduced = prose and prose[-1].kind == "paragraph" and introduces_list(prose[-1].text)
+            lead = prose.pop() if introduced else None
             flush()
             j = i
             while j < n and records[j].kind == "list_item":

@@ -10,8 +10,11 @@ Decisions where SPEC is silent:
 * A spanning cell's text is repeated in every position it covers (a row-spanning "Region"
   then names every row it covers, so each row record stands alone; a column-spanning
   header names every column under it). Where cells overlap, the first cell wins.
-* Header rows are the rows covered by any ``column_header`` cell, else the first row. A
-  column's name is its header rows' distinct non-empty texts joined by `` / ``
+* Header rows are the rows covered by any ``column_header`` cell. Without flags: the first
+  row, and each following row that holds no number in a column that is numeric below it
+  (a sub-header such as ``Train | Test | % of Total`` under a spanning title), while such a
+  column exists and a data row is left; a year is a number like any other (a row of years is
+  data). A column's name is its header rows' distinct non-empty texts joined by `` / ``
   (``Revenue / 2024``), or ``col_<i>`` (its 0-based column index) when empty. Duplicate names
   are kept as given.
 * Cell text is stripped; in a cell holding a line break, tab or other non-printable
@@ -100,14 +103,39 @@ def _positions(
     return positions, owners
 
 
-def _header_rows(cells: Sequence[TableCell], row_ids: list[int]) -> list[int]:
-    """Grid rows covered by a cell flagged ``column_header``; without flags, the first row."""
+def _flagged_rows(cells: Sequence[TableCell], row_ids: list[int]) -> list[int]:
+    """Grid rows covered by a cell flagged ``column_header``."""
     flagged: set[int] = set()
-    if any(map(_HEADER, cells)):
-        for cell in filter(_HEADER, cells):
-            start = bisect_left(row_ids, cell["row_index"])
-            flagged.update(range(start, bisect_left(row_ids, cell["row_index"] + cell["row_span"])))
-    return sorted(flagged or {0})
+    for cell in filter(_HEADER, cells):
+        start = bisect_left(row_ids, cell["row_index"])
+        flagged.update(range(start, bisect_left(row_ids, cell["row_index"] + cell["row_span"])))
+    return sorted(flagged)
+
+
+def _is_number(value: str) -> bool:
+    return _all_match(_NUMBER_COLUMN_RE, value)
+
+
+def _inferred_header_rows(grid: list[list[str]]) -> list[int]:
+    """Without flags: row 0, then each next row with no number where the rows below are numeric.
+
+    The columns of the row's own numbers are typed first: a data row (the usual case) is
+    recognised by one column's type, without typing the whole table.
+    """
+    header = [0]
+    for r in range(1, len(grid) - 1):  # a data row must be left
+        below = grid[r + 1 :]
+
+        def numeric_below(c: int, below: list[list[str]] = below) -> bool:
+            return guess_type([row[c] for row in below if row[c]]) == "number"
+
+        row = grid[r]
+        if any(numeric_below(c) for c, value in enumerate(row) if value and _is_number(value)):
+            break  # a number above a numeric column: data
+        if not any(numeric_below(c) for c, value in enumerate(row) if not (value and _is_number(value))):
+            break  # no numeric column to tell a header from data
+        header.append(r)
+    return header
 
 
 def build_grid(cells: Sequence[TableCell]) -> Grid:
@@ -133,7 +161,7 @@ def build_grid(cells: Sequence[TableCell]) -> Grid:
                           strict=True))
         flat = list(map(filled.get, range(size), repeat("")))
     grid = [flat[k : k + width] for k in range(0, len(flat), width)]
-    header_rows = _header_rows(cells, row_ids)
+    header_rows = _flagged_rows(cells, row_ids) or _inferred_header_rows(grid)
     columns = []
     for c, index in enumerate(col_ids):
         parts: list[str] = []

@@ -55,3 +55,29 @@ def test_B13_list_without_lead_in(make_block):
     blocks = [make_block("Heading", "heading"), make_block("a", "list_item"), make_block("b", "list_item")]
     assert view(run_engine(blocks)) == [
         ("section", "Heading", ["b1"], [1]), ("list", "a\nb", ["b2", "b3"], [1])]
+
+
+# --- what is a lead-in -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("before", "is_lead_in"),
+    [
+        ("The review covers the following stations:", True),  # ends with a colon
+        (words(60, "context") + " and the stations are as follows.", True),  # a lead-in phrase
+        (words(35, "short"), True),  # short: at most 40 words
+        (words(60, "fragment") + " of a reference that a column break cut.", False),  # long prose
+    ],
+    ids=["colon", "phrase", "short", "long-prose"],
+)
+def test_only_a_paragraph_that_introduces_the_list_is_its_lead_in(make_block, before, is_lead_in):
+    lead = make_block(before)
+    items = [make_block(words(40, "first"), "list_item"), make_block(words(40, "second"), "list_item")]
+    result = run_engine([lead, *items], max_tokens=70)
+    lists = [c for c in result.chunks if c.chunk_type == "list"]
+    if is_lead_in:
+        assert lists[0].block_ids[0] == "b1" and lists[1].metadata["lead_in_block_id"] == "b1"
+        assert lists[1].text.startswith(before)
+    else:
+        assert result.chunks[0].chunk_type == "section" and result.chunks[0].block_ids == ["b1"]
+        assert all("lead_in_block_id" not in c.metadata and before not in c.text for c in lists)

@@ -294,3 +294,48 @@ def test_B11_caption_between_two_tables_goes_to_one_table_only(make_block):
         ("table", "Cap\nRow 1: A=1", ["b1", "b2"], [1]),
         ("table", "Row 1: B=2", ["b3"], [1]),
     ]
+
+
+# --- header rows without flags ----------------------------------------------------------------
+
+
+def _grid_of(rows: list[list[str]]):
+    return build_grid([_cell(r, c, text) for r, row in enumerate(rows) for c, text in enumerate(row)])
+
+
+def test_a_text_row_above_numeric_columns_is_a_second_header_row() -> None:
+    grid = _grid_of([
+        ["Class", "Count", "Count", "% of Total", "% of Total"],
+        ["", "Train", "Test", "Train", "Test"],
+        ["Caption", "22524", "1059", "2.04", "1.77"],
+        ["Footnote", "6318", "345", "0.60", "0.31"],
+    ])
+    assert grid.columns == ["Class", "Count / Train", "Count / Test", "% of Total / Train", "% of Total / Test"]
+    assert grid.rows == [["Caption", "22524", "1059", "2.04", "1.77"], ["Footnote", "6318", "345", "0.60", "0.31"]]
+
+
+def test_a_row_of_years_is_data_not_header() -> None:
+    grid = _grid_of([["Region", "Revenue", "Revenue"], ["", "2023", "2024"], ["North", "10", "12"]])
+    assert grid.columns == ["Region", "Revenue", "Revenue"]
+    assert grid.rows == [["", "2023", "2024"], ["North", "10", "12"]]
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [["Name", "Field"], ["Ada", "Math"], ["Alan", "CS"]],  # no numeric column: one header row
+        [["Name", "Year"], ["Ada", "1843"]],  # the usual table
+        [["Name", "Note"], ["Total", ""], ["Ada", "x"]],  # a text row over text columns is data
+    ],
+)
+def test_only_the_first_row_is_header_without_numeric_evidence(rows) -> None:
+    grid = _grid_of(rows)
+    assert grid.columns == rows[0]
+    assert grid.rows == [row for row in rows[1:] if any(row)]
+
+
+def test_flags_win_over_inference() -> None:
+    cells = [_cell(0, 0, "A", column_header=True), _cell(0, 1, "B", column_header=True),
+             _cell(1, 0, "sub"), _cell(1, 1, ""), _cell(2, 0, "x"), _cell(2, 1, "3")]
+    grid = build_grid(cells)
+    assert (grid.columns, grid.rows) == (["A", "B"], [["sub", ""], ["x", "3"]])
