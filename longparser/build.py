@@ -35,10 +35,12 @@ _validate_chunk = Chunk.__pydantic_validator__.validate_python  # Chunk.model_va
 
 
 class Part(tuple):  # type: ignore[type-arg]
-    """One piece of a draft's body (see the module doc): ``(rec, text, units, sep, context)``.
+    """One piece of a draft's body (see the module doc): ``(rec, text, units, sep, context, span)``.
 
     ``units`` is the counter's measure of ``text``, ``sep`` the separator written before it when
-    it does not start the body, ``context`` whether it is copied context rather than a source.
+    it does not start the body, ``context`` whether it is copied context rather than a source,
+    ``span`` the ``(start, end)`` of ``text`` in the block's text when it is a piece of a block
+    cut to a strict maximum (else None).
     A plain tuple subclass: built from a tuple by C code (``Part((...))``, or ``map(Part, ...)``
     over many), which matters for the many parts of a document.
     """
@@ -49,20 +51,23 @@ class Part(tuple):  # type: ignore[type-arg]
     units: int = property(itemgetter(2))  # type: ignore[assignment]
     sep: str = property(itemgetter(3))  # type: ignore[assignment]
     context: bool = property(itemgetter(4))  # type: ignore[assignment]
+    span: tuple[int, int] | None = property(itemgetter(5))  # type: ignore[assignment]
 
     def after(self, sep: str) -> Part:
         """This part with ``sep`` written before it."""
-        return Part((self[0], self[1], self[2], sep, self[4]))
+        return Part((self[0], self[1], self[2], sep, self[4], self[5]))
 
 
-def part(rec: Rec, text: str, units: int, sep: str = "", context: bool = False) -> Part:
-    return Part((rec, text, units, sep, context))
+def part(
+    rec: Rec, text: str, units: int, sep: str = "", context: bool = False, span: tuple[int, int] | None = None
+) -> Part:
+    return Part((rec, text, units, sep, context, span))
 
 
 def parts_of(records: list[Rec], sep: str) -> list[Part]:
     """Each record's whole text as a part, joined by ``sep``."""
     return list(map(Part, zip(records, map(attrgetter("text"), records), map(attrgetter("units"), records),
-                              repeat(sep), repeat(False))))
+                              repeat(sep), repeat(False), repeat(None))))
 
 
 def join_parts(parts: list[Part]) -> str:
@@ -84,22 +89,30 @@ class Draft:
         prefix_units: the counter's measure of ``prefix``.
         lead: the list lead-in repeated as context (in ``prefix`` or inline), or None.
         overlap_ids: block ids of the overlap paragraphs held in ``prefix``.
+        list_lead: a list draft's lead-in (primary or repeated): what a piece cut from it repeats.
+        head: a pipe table draft's header line (one of its parts): what a piece cut from it repeats.
+        breadcrumb: the heading breadcrumb when strict mode shortened it (None: the section's).
     """
 
     __slots__ = (
-        "_body", "_parts", "kind", "lead", "meta", "overlap_ids", "prefix", "prefix_units", "section",
+        "_body", "_parts", "breadcrumb", "head", "kind", "lead", "list_lead", "meta", "overlap_ids",
+        "prefix", "prefix_units", "section",
     )
 
     def __init__(
         self, parts: list[Part], kind: str, section: Section, meta: dict[str, Any] | None = None
     ) -> None:
-        self._parts, self._body = parts, ""
+        self._parts: list[Part] = parts
+        self._body: str | None = None
         self.kind, self.section = kind, section
         self.parts = parts
         self.meta = meta if meta is not None else {}
         self.prefix, self.prefix_units = "", 0
         self.lead: Rec | None = None
         self.overlap_ids: list[str] = []
+        self.list_lead: Rec | None = None
+        self.head: Part | None = None
+        self.breadcrumb: list[str] | None = None
 
     @property
     def parts(self) -> list[Part]:
@@ -107,10 +120,12 @@ class Draft:
 
     @parts.setter
     def parts(self, parts: list[Part]) -> None:
-        self._parts, self._body = parts, join_parts(parts)
+        self._parts, self._body = parts, None
 
     @property
     def body(self) -> str:
+        if self._body is None:
+            self._body = join_parts(self._parts)
         return self._body
 
     @property
@@ -122,7 +137,7 @@ class Draft:
         units = [p[2] for p in self.parts]
         if self.prefix:
             units.append(self.prefix_units)
-        return counter.join(self.text, units)
+        return counter.join("" if counter.additive else self.text, units)
 
     @property
     def sources(self) -> list[Rec]:

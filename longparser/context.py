@@ -25,7 +25,8 @@ def breadcrumb(draft: Draft) -> list[str]:
             if piece.rec.kind != "heading" or piece.context:
                 break
             leading.add(piece.text.strip())
-    return [title for title in draft.path if title.strip() not in leading]
+    titles = draft.path if draft.breadcrumb is None else draft.breadcrumb
+    return [title for title in titles if title.strip() not in leading]
 
 
 def embed_text(draft: Draft, text: str) -> str:

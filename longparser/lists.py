@@ -13,20 +13,28 @@ left alone, a single oversized bullet stays whole); lead-in and items are joined
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from longparser.budget import Budget
 from longparser.build import LINE_SEPARATOR, Draft, parts_of
 from longparser.prepare import Rec
 from longparser.sections import ListSeg, Section
 
 
-def list_groups(lead: Rec | None, items: list[Rec], max_tokens: int) -> list[list[Rec]]:
-    """Split items into pieces; the first piece starts with ``lead`` when there is one."""
+def list_groups(
+    lead: Rec | None, items: list[Rec], fits: Callable[[list[Rec], int], bool]
+) -> list[list[Rec]]:
+    """Split items into pieces; the first piece starts with ``lead`` when there is one.
+
+    ``fits(piece, summed)``: whether a piece (its lead-in counted, repeated or not) fits.
+    """
     base = lead.tokens if lead is not None else 0
     groups: list[list[Rec]] = []
     current: list[Rec] = [lead] if lead is not None else []
     has_item = False
     running = base
     for item in items:
-        if has_item and running + item.tokens > max_tokens:
+        if has_item and not fits([*current, item], running + item.tokens):
             groups.append(current)
             current, running = [], base
         current.append(item)
@@ -36,13 +44,15 @@ def list_groups(lead: Rec | None, items: list[Rec], max_tokens: int) -> list[lis
     return groups
 
 
-def list_drafts(seg: ListSeg, max_tokens: int, section: Section) -> list[Draft]:
+def list_drafts(seg: ListSeg, section: Section, budget: Budget) -> list[Draft]:
     """List drafts for one run of list items (and its optional lead-in)."""
-    drafts: list[Draft] = []
     lead = seg.lead
-    for number, group in enumerate(list_groups(lead, seg.items, max_tokens)):
+
+    def draft_of(group: list[Rec]) -> Draft:
         draft = Draft(parts_of(group, LINE_SEPARATOR), "list", section)
-        if number > 0 and lead is not None:
+        draft.list_lead = lead
+        if lead is not None and group[0] is not lead:
             draft.set_lead_in(lead)
-        drafts.append(draft)
-    return drafts
+        return draft
+
+    return [draft_of(group) for group in list_groups(lead, seg.items, budget.packer(draft_of))]

@@ -34,9 +34,11 @@ lacks) it stays in the text, inline.
 
 from __future__ import annotations
 
+from itertools import pairwise
+
+from longparser.budget import Budget
 from longparser.build import LINE_SEPARATOR, Draft, Part, part
 from longparser.prepare import Rec
-from longparser.tokens import TokenCounter
 
 MERGE_SEPARATOR = "\n\n"
 
@@ -87,7 +89,7 @@ def _open_with(headings: list[Part], draft: Draft) -> None:
 
 def lead_headings(drafts: list[Draft]) -> list[Draft]:
     """Move headings that end a draft with other content to the start of the next draft."""
-    for draft, following in zip(drafts, drafts[1:], strict=False):
+    for draft, following in pairwise(drafts):
         n = _trailing_headings(draft)
         if n and n < len(draft.parts):
             moved = draft.parts[-n:]
@@ -109,11 +111,18 @@ def _neighbour(slots: list[Draft | None], i: int, step: int, section: int | None
     return None
 
 
-def _target(slots: list[Draft | None], i: int) -> int | None:
-    section = slots[i].section.index  # type: ignore[union-attr]
-    for step, same in ((-1, section), (1, section), (-1, None), (1, None)):
+def _target(slots: list[Draft | None], i: int, budget: Budget) -> int | None:
+    """The draft ``slots[i]`` merges into (see module doc); in strict mode only one it fits with."""
+    draft = slots[i]
+    assert draft is not None
+    for step, same in ((-1, draft.section.index), (1, draft.section.index), (-1, None), (1, None)):
         j = _neighbour(slots, i, step, same)
-        if j is not None:
+        if j is None:
+            continue
+        target = slots[j]
+        assert target is not None
+        earlier, later = (target, draft) if j < i else (draft, target)
+        if not budget.strict or budget.fits(merge_pair(earlier, later, target)):
             return j
     return None
 
@@ -138,7 +147,7 @@ def _merge_heading(slots: list[Draft | None], i: int) -> bool:
     return True
 
 
-def merge_small(drafts: list[Draft], min_tokens: int, counter: TokenCounter) -> list[Draft]:
+def merge_small(drafts: list[Draft], min_tokens: int, budget: Budget) -> list[Draft]:
     """Merge heading-only drafts, then drafts under ``min_tokens`` (see module doc); a new list.
 
     Heading-only drafts go first, so that no small draft can take one as its merge target (a
@@ -152,9 +161,9 @@ def merge_small(drafts: list[Draft], min_tokens: int, counter: TokenCounter) -> 
             _merge_heading(slots, i)
     for i in range(len(slots)):
         draft = slots[i]
-        if draft is None or draft.is_table or draft.tokens(counter) >= min_tokens:
+        if draft is None or draft.is_table or draft.tokens(budget.counter) >= min_tokens:
             continue
-        j = _target(slots, i)
+        j = _target(slots, i, budget)
         if j is None:
             continue
         target = slots[j]

@@ -14,50 +14,85 @@ Decisions where SPEC is silent:
 * No overlap onto a draft that already carries context (a later list piece with its
   repeated lead-in), nor when the draft's text already starts with the overlap text.
 * Overlap texts are joined to each other and to the draft with a blank line.
+* ``overlap_max_share`` caps the overlap at that share of ``max_tokens`` (opt-in), and in
+  strict mode the overlap takes at most the room the chunk has left: whole paragraphs are
+  dropped from its start first, then the earliest kept one is cut to its end (from a sentence
+  start, else a word start). A chunk with no room gets no overlap.
 """
 
 from __future__ import annotations
 
 from itertools import pairwise
 
-from longparser.build import Draft
-from longparser.prepare import Rec
+from longparser.budget import Budget
+from longparser.build import Draft, Part
+from longparser.cutting import fitting_tail
 
 OVERLAP_SEPARATOR = "\n\n"
 
 
-def overlap_candidates(previous: Draft, n: int) -> list[Rec]:
+def overlap_candidates(previous: Draft, n: int) -> list[Part]:
     """The trailing paragraphs of ``previous`` to copy (possibly none), in reading order."""
-    picked: list[Rec] = []
-    for part in reversed(previous.parts):
-        if part.context:
+    picked: list[Part] = []
+    for piece in reversed(previous.parts):
+        if piece.context:
             continue  # an inline lead-in is not the previous chunk's own text
-        rec = part.rec
         if len(picked) == n:
             break
-        if rec.kind == "equation":
+        if piece.rec.kind == "equation":
             return []
-        if rec.kind != "paragraph":
+        if piece.rec.kind != "paragraph":
             break
-        picked.append(rec)
+        picked.append(piece)
     picked.reverse()
     return picked
 
 
-def apply_overlap(drafts: list[Draft], n: int) -> None:
+def _fitted(picked: list[Part], current: Draft, budget: Budget, cap: int | None) -> tuple[str, list[Part]]:
+    """The overlap text that may go before ``current``, and the paragraphs it copies from.
+
+    Whole paragraphs are dropped from the start until the rest fits (the share cap, and in
+    strict mode the room ``current`` has left); a last paragraph still too long keeps its end,
+    from a sentence start if one fits, else a word start.
+    """
+
+    def allowed(text: str) -> bool:
+        if cap is not None and budget.count(text) > cap:
+            return False
+        if not budget.strict:
+            return True
+        trial = Draft(current.parts, current.kind, current.section, current.meta)
+        trial.breadcrumb = current.breadcrumb
+        trial.set_prefix(text + OVERLAP_SEPARATOR, budget.measure(text))
+        return budget.fits(trial)
+
+    while picked:
+        text = OVERLAP_SEPARATOR.join([piece.text for piece in picked])
+        if allowed(text):
+            return text, picked
+        if len(picked) == 1:
+            break
+        picked = picked[1:]
+    if not picked:
+        return "", []
+    tail = fitting_tail(picked[0].text, allowed)
+    return (tail, picked) if tail else ("", [])
+
+
+def apply_overlap(drafts: list[Draft], n: int, budget: Budget, max_share: float | None) -> None:
     """Prepend overlap context in place (drafts are the engine's own objects)."""
     if n <= 0:
         return
+    cap = None if max_share is None else int(max_share * budget.max_tokens)
     for previous, current in pairwise(drafts):
         if previous.section is not current.section or previous.is_table or current.is_table:
             continue
         if current.prefix:
             continue
         picked = overlap_candidates(previous, n)
-        if not picked:
+        if not picked or current.body.startswith(OVERLAP_SEPARATOR.join([piece.text for piece in picked])):
             continue
-        context = OVERLAP_SEPARATOR.join([rec.text for rec in picked])
-        if current.body.startswith(context):
-            continue
-        current.set_prefix(context + OVERLAP_SEPARATOR, sum(rec.units for rec in picked))
-        current.overlap_ids = [rec.block_id for rec in picked]
+        text, copied = _fitted(picked, current, budget, cap)
+        if text:
+            current.set_prefix(text + OVERLAP_SEPARATOR, budget.measure(text))
+            current.overlap_ids = [piece.rec.block_id for piece in copied]

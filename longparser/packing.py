@@ -26,9 +26,10 @@ Prose blocks are joined with a blank line.
 
 from __future__ import annotations
 
-from collections.abc import Set
+from collections.abc import Callable, Set
 
 from longparser.build import PROSE_SEPARATOR, Draft, parts_of, prose_kind
+from longparser.fit import Budget
 from longparser.prepare import Rec
 from longparser.sections import Section
 
@@ -45,19 +46,21 @@ def _glue(closed: list[Rec], upcoming: Rec) -> list[Rec]:
     return moved
 
 
-def pack_groups(records: list[Rec], starts: Set[int], max_tokens: int) -> list[list[Rec]]:
+def pack_groups(
+    records: list[Rec], starts: Set[int], fits: Callable[[list[Rec], int], bool]
+) -> list[list[Rec]]:
     """Group records into chunks.
 
     Args:
         records: the prose run, reading order.
         starts: positions (``Rec.pos``) of records before which a new chunk must start.
-        max_tokens: packing target.
+        fits: whether a group (with the sum of its records' token counts) fits the budget.
     """
     groups: list[list[Rec]] = []
     current: list[Rec] = []
     running = 0
     for rec in records:
-        if current and (running + rec.tokens > max_tokens or rec.pos in starts):
+        if current and (rec.pos in starts or not fits([*current, rec], running + rec.tokens)):
             groups.append(current)
             current = _glue(current, rec)
             running = sum(moved.tokens for moved in current)
@@ -68,9 +71,10 @@ def pack_groups(records: list[Rec], starts: Set[int], max_tokens: int) -> list[l
     return groups
 
 
-def pack_prose(records: list[Rec], starts: Set[int], max_tokens: int, section: Section) -> list[Draft]:
+def pack_prose(records: list[Rec], starts: Set[int], section: Section, budget: Budget) -> list[Draft]:
     """Pack a prose run into section/equation drafts."""
-    return [
-        Draft(parts_of(group, PROSE_SEPARATOR), prose_kind(group, "section"), section)
-        for group in pack_groups(records, starts, max_tokens)
-    ]
+
+    def draft(group: list[Rec]) -> Draft:
+        return Draft(parts_of(group, PROSE_SEPARATOR), prose_kind(group, "section"), section)
+
+    return [draft(group) for group in pack_groups(records, starts, budget.packer(draft))]

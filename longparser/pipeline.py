@@ -28,8 +28,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from longparser.budget import Budget
 from longparser.build import Draft, to_chunk
 from longparser.context import embed_text
+from longparser.fit import block_parts, fit_all
 from longparser.ids import chunk_id
 from longparser.intake import BlockIntake
 from longparser.lists import list_drafts
@@ -87,29 +89,29 @@ def _semantic(
     return starts, stats
 
 
-def section_drafts(
-    section: Section, starts: set[int], config: ChunkingConfig, counter: TokenCounter
-) -> list[Draft]:
+def section_drafts(section: Section, starts: set[int], config: ChunkingConfig, budget: Budget) -> list[Draft]:
     """The drafts of one section's segments, in order."""
     drafts: list[Draft] = []
     for seg in section.segments:
         if isinstance(seg, ProseSeg):
-            drafts.extend(pack_prose(seg.records, starts, config.max_tokens, section))
+            drafts.extend(pack_prose(seg.records, starts, section, budget))
         elif isinstance(seg, ListSeg):
-            drafts.extend(list_drafts(seg, config.max_tokens, section))
+            drafts.extend(list_drafts(seg, section, budget))
         else:
-            drafts.extend(table_drafts(seg, section, config, counter))
+            drafts.extend(table_drafts(seg, section, config, budget))
     return drafts
 
 
 def build_drafts(
-    sections: list[Section], starts: set[int], config: ChunkingConfig, counter: TokenCounter
+    sections: list[Section], starts: set[int], config: ChunkingConfig, budget: Budget
 ) -> list[Draft]:
-    """Drafts of the whole document: built, merged, ordered, overlapped."""
-    drafts = [draft for section in sections for draft in section_drafts(section, starts, config, counter)]
-    drafts = merge_small(lead_headings(drafts), config.min_tokens, counter)
+    """Drafts of the whole document: built, merged, ordered, fitted (strict), overlapped."""
+    drafts = [draft for section in sections for draft in section_drafts(section, starts, config, budget)]
+    drafts = merge_small(lead_headings(drafts), config.min_tokens, budget)
     drafts.sort(key=Draft.first_pos.fget)  # type: ignore[attr-defined]
-    apply_overlap(drafts, config.overlap_blocks)
+    if budget.strict:
+        drafts = fit_all(drafts, budget)
+    apply_overlap(drafts, config.overlap_blocks, budget, config.overlap_max_share)
     return drafts
 
 
@@ -120,12 +122,16 @@ def finalize(
     """Ids, final token counts, quality scores (of the final text) and the embedding context."""
     score = ChunkScorer(resources.word_list, resources.language_id).score
     chunks = []
+    pieces = block_parts(drafts) if config.strict_max_tokens else None
     for index, draft in enumerate(drafts):
+        if pieces and pieces[index]:
+            draft.meta["block_parts"] = pieces[index]
         text, sources = draft.text, draft.sources
         quality, components = score(text, [(rec.confidence, len(rec.text)) for rec in sources])
         ident = chunk_id(document_id, index, draft.kind, [rec.block_id for rec in sources], text)
         context = embed_text(draft, text) if config.heading_context else None
-        chunks.append(to_chunk(draft, ident, text, draft.tokens(counter), quality, components, sources, context))
+        tokens = draft.tokens(counter)
+        chunks.append(to_chunk(draft, ident, text, tokens, quality, components, sources, context))
     return chunks
 
 
@@ -159,6 +165,8 @@ def chunk_blocks(
     t0 = time.perf_counter()
     cfg, res = _as_config(config), resources if resources is not None else NO_RESOURCES
     counter = select_counter(cfg.token_counter, res)
+    budget = Budget(cfg.max_tokens, counter, strict=cfg.strict_max_tokens,
+                    with_breadcrumb=cfg.heading_context)
     intake = BlockIntake(blocks)
     records, excluded, retagged = prepare(intake, cfg, counter)
     t2 = time.perf_counter()
@@ -166,7 +174,7 @@ def chunk_blocks(
     t3 = time.perf_counter()
     starts, semantic = _semantic(sections, cfg, res)
     t4 = time.perf_counter()
-    drafts = build_drafts(sections, starts, cfg, counter)
+    drafts = build_drafts(sections, starts, cfg, budget)
     t5 = time.perf_counter()
     chunks = finalize(drafts, document_id, cfg, res, counter)
     t6 = time.perf_counter()

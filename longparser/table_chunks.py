@@ -37,14 +37,17 @@ chunk holding its header line.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from operator import itemgetter
 from typing import Any
 
+from longparser.budget import Budget
 from longparser.build import LINE_SEPARATOR, Draft, part
+from longparser.errors import RequestRefused
+from longparser.fit import cut_to_fit
 from longparser.prepare import Rec
 from longparser.sections import Section, TableSeg
 from longparser.tables import Grid, column_profiles
-from longparser.tokens import TokenCounter
 from schemas import ChunkingConfig
 
 BAND_WIDTH = 12
@@ -77,21 +80,6 @@ def _escape_braces(text: str) -> str:
     return text.replace("{", "{{").replace("}", "}}")
 
 
-def _batches(line_tokens: list[int], head_tokens: int, config: ChunkingConfig) -> list[int]:
-    """Start indices of row batches."""
-    starts: list[int] = []
-    running, held = 0, 0
-    for i, tokens in enumerate(line_tokens):
-        if held and (running + tokens > config.max_tokens or held >= config.table_rows_per_chunk):
-            held = 0
-        if held == 0:
-            starts.append(i)
-            running = head_tokens
-        running += tokens
-        held += 1
-    return starts
-
-
 def _meta(
     rec: Rec, fmt: str, rows: tuple[int, int] | None = None, band: list[int] | None = None
 ) -> dict[str, Any]:
@@ -99,37 +87,145 @@ def _meta(
             "row_end": rows[1] if rows else None, "col_band": band, "table_format": fmt}
 
 
-def _row_drafts(rec: Rec, grid: Grid, section: Section, config: ChunkingConfig,
-                counter: TokenCounter) -> list[Draft]:
-    fmt = config.table_chunk_format
+def _row_label(fmt: str, number: int) -> str:
+    return f"Row {number}: " if fmt == "row_record" else ""
+
+
+def _row_pieces(
+    grid: Grid, cols: list[int], fmt: str, number: int, budget: Budget, draft_of: Callable[..., Draft]
+) -> list[tuple[list[int], str, str]]:
+    """Strict mode: one row too long for a chunk, as ``(columns, head, line)`` pieces that each
+    fit, every piece repeating the row's label (its number; in pipe format its key cell, column
+    ``cols[0]``) and the names of its columns. A single cell too long even so is cut, each cut
+    under the label and the column's name again."""
+    row = grid.rows[number - 1]
+
+    def fits(head: str, line: str) -> bool:
+        return budget.fits(draft_of(head, [line], [budget.measure(line)], (number, number), None))
+
+    def render(group: list[int], values: dict[int, str] | None = None) -> tuple[str, str]:
+        values = values or {}
+        texts = [values.get(c, row[c]) for c in group]
+        if fmt == "pipe":
+            return " | ".join(grid.columns[c] for c in group), " | ".join(texts)
+        return "", _row_label(fmt, number) + "; ".join(
+            f"{grid.columns[c]}={text}" for c, text in zip(group, texts, strict=True))
+
+    key = [cols[0]] if fmt == "pipe" and fits(*render(cols[:1])) else []
+    pieces: list[tuple[list[int], str, str]] = []
+    group = list(key)
+    for c in cols[len(key):]:
+        if fits(*render([*group, c])):
+            group.append(c)
+            continue
+        if len(group) > len(key):
+            pieces.append((group, *render(group)))
+        group = [*key, c]
+        if not fits(*render(group)):  # one cell too long: cut its value
+            pieces.extend(_cell_pieces(row[c], grid.columns[c], group, c, render, fits, budget))
+            group = list(key)
+    if len(group) > len(key) or not pieces or (key and not any(key[0] in cols_ for cols_, _, _ in pieces)):
+        pieces.append((group, *render(group)))  # what is left, or the key cell if no piece showed it
+    return pieces
+
+
+def _cell_pieces(value: str, name: str, group: list[int], c: int, render: Callable[..., tuple[str, str]],
+                 fits: Callable[[str, str], bool], budget: Budget) -> list[tuple[list[int], str, str]]:
+    """One cell's value cut under its row label and column name (``group`` with the key); when
+    even that leaves no room, the column name (content too: it must appear) comes first on its
+    own, then the value bare (repeated context gives way to content)."""
+    for columns in (group, [c]) if value.strip() else ():
+        spans = cut_to_fit(value, lambda v, columns=columns: fits(*render(columns, {c: v})), budget)
+        if spans is not None:
+            return [(columns, *render(columns, {c: value[s:e]})) for s, e in spans]
+    pieces = []
+    for text in (name, value) if value.strip() else (name,):
+        spans = cut_to_fit(text, lambda v: fits("", v), budget)
+        if spans is None:
+            raise RequestRefused(f"max_tokens {budget.max_tokens} leaves no room for a table cell")
+        pieces.extend(([c], "", text[s:e]) for s, e in spans)
+    return pieces
+
+
+def _row_drafts(
+    rec: Rec, grid: Grid, section: Section, config: ChunkingConfig, budget: Budget
+) -> list[Draft]:
+    """Row batches per column band; in strict mode a row that does not fit alone is cut into
+    pieces (:func:`_row_pieces`), each its own chunk."""
+    fmt, counter = config.table_chunk_format, budget.counter
     drafts: list[Draft] = []
+
+    def draft_of(head: str, lines: list[str], units: list[int], rows: tuple[int, int],
+                 band: list[int] | None) -> Draft:
+        body = part(rec, LINE_SEPARATOR.join(lines), sum(units), LINE_SEPARATOR)
+        head_part = part(rec, head, budget.measure(head)) if head else None
+        parts = [head_part, body] if head_part else [body]
+        draft = Draft(parts, "table", section, _meta(rec, fmt, rows, band))
+        draft.head = head_part
+        return draft
+
     for cols, band in column_bands(len(grid.columns), config.wide_table_col_threshold):
         lines = render_rows(grid, cols, fmt, grid.rows)
         head = " | ".join([grid.columns[c] for c in cols]) if fmt == "pipe" else ""
         units = counter.measure(lines)
-        head_units = counter.measure((head,))[0] if head else 0
-        line_tokens = [counter.join(line, (n,)) for line, n in zip(lines, units, strict=True)]
-        starts = _batches(line_tokens, counter.join(head, (head_units,)) if head else 0, config)
-        for k, start in enumerate(starts):
-            stop = starts[k + 1] if k + 1 < len(starts) else len(lines)
-            rows = part(rec, LINE_SEPARATOR.join(lines[start:stop]), sum(units[start:stop]), LINE_SEPARATOR)
-            parts = [part(rec, head, head_units), rows] if head else [rows]
-            drafts.append(Draft(parts, "table", section, _meta(rec, fmt, (start + 1, stop), band)))
+        tokens = [counter.join(line, (n,)) for line, n in zip(lines, units, strict=True)]
+        head_tokens = counter.join(head, (budget.measure(head),)) if head else 0
+
+        def batch(i: int, j: int, head: str = head, lines: list[str] = lines, units: list[int] = units,
+                  band: list[int] | None = band) -> Draft:
+            return draft_of(head, lines[i:j], units[i:j], (i + 1, j), band)
+
+        start, held, running = 0, 0, 0
+        for i in range(len(lines)):
+            if budget.strict and not budget.fits(batch(i, i + 1)):  # a row too long even alone
+                if held:
+                    drafts.append(batch(start, i))
+                    held = 0
+                drafts.extend(draft_of(piece_head, [line], [budget.measure(line)], (i + 1, i + 1),
+                                       [group[0], group[-1]])
+                              for group, piece_head, line in _row_pieces(grid, cols, fmt, i + 1, budget,
+                                                                         draft_of))
+                continue
+            if held and (held >= config.table_rows_per_chunk or not (
+                budget.fits(batch(start, i + 1)) if budget.strict
+                else running + tokens[i] <= budget.max_tokens
+            )):
+                drafts.append(batch(start, i))
+                held = 0
+            if held == 0:
+                start, running = i, head_tokens
+            running += tokens[i]
+            held += 1
+        if held:
+            drafts.append(batch(start, len(lines)))
     return drafts
 
 
-def _schema_draft(rec: Rec, grid: Grid, section: Section, fmt: str, counter: TokenCounter) -> Draft:
+def _schema_draft(rec: Rec, grid: Grid, section: Section, fmt: str, budget: Budget) -> Draft:
+    """Counts, column types and null rates, and up to :data:`SAMPLE_ROWS` sample rows: in strict
+    mode as many as fit (possibly none; the description itself is then cut by the fit stage).
+
+    One part per line after the description, so that fewer samples need no new count.
+    """
     profiles = column_profiles(grid)
     described = "; ".join(f"{p['name']} ({p['type']}, {round(p['null_rate'] * 100)}% null)" for p in profiles)
-    cols = list(range(len(grid.columns)))
-    samples = render_rows(grid, cols, fmt, grid.rows[:SAMPLE_ROWS])
-    if fmt == "pipe":
-        samples.insert(0, " | ".join(grid.columns))
-    text = (f"Table schema: {len(grid.rows)} data rows, {len(grid.columns)} columns.\n"
-            f"Columns: {described}\nSample rows:\n" + LINE_SEPARATOR.join(samples))
+    description = (f"Table schema: {len(grid.rows)} data rows, {len(grid.columns)} columns.\n"
+                   f"Columns: {described}\nSample rows:")
+    samples = render_rows(grid, list(range(len(grid.columns))), fmt, grid.rows[:SAMPLE_ROWS])
+    head = [" | ".join(grid.columns)] if fmt == "pipe" and samples else []
+    lines = [*head, *samples]
+    units = budget.counter.measure([description, *lines])
+    parts = [part(rec, description, units[0])] + [
+        part(rec, line, n, LINE_SEPARATOR) for line, n in zip(lines, units[1:], strict=True)]
     meta: dict[str, Any] = {"table_block_id": rec.block_id, "n_rows": len(grid.rows),
                             "n_cols": len(grid.columns), "columns": profiles, "table_format": fmt}
-    return _whole(rec, text, "table_schema", section, meta, counter)
+    draft = Draft(parts, "table_schema", section, meta)
+    shown = len(samples)
+    while budget.strict and shown > 0 and not budget.fits(draft):
+        shown -= 1
+        draft.parts = parts[: 1 + (len(head) if shown else 0) + shown]
+    meta["sample_rows"] = shown
+    return draft
 
 
 def _with_caption(draft: Draft, seg: TableSeg) -> None:
@@ -142,26 +238,22 @@ def _with_caption(draft: Draft, seg: TableSeg) -> None:
     draft.meta["caption_block_id"] = cap.block_id
 
 
-def _whole(
-    rec: Rec, text: str, kind: str, section: Section, meta: dict[str, Any], counter: TokenCounter
-) -> Draft:
+def _whole(rec: Rec, text: str, kind: str, section: Section, meta: dict[str, Any], budget: Budget) -> Draft:
     """A draft of one piece of text (the table's own text, a header line, a schema)."""
-    return Draft([part(rec, text, counter.measure((text,))[0])], kind, section, meta)
+    return Draft([part(rec, text, budget.measure(text))], kind, section, meta)
 
 
-def table_drafts(
-    seg: TableSeg, section: Section, config: ChunkingConfig, counter: TokenCounter
-) -> list[Draft]:
+def table_drafts(seg: TableSeg, section: Section, config: ChunkingConfig, budget: Budget) -> list[Draft]:
     """All drafts of one table block, in emission order."""
     rec, grid = seg.table, seg.table.grid
     fmt = config.table_chunk_format
     if grid is None:
-        drafts = [_whole(rec, rec.text, "table", section, _meta(rec, "text"), counter)]
+        drafts = [_whole(rec, rec.text, "table", section, _meta(rec, "text"), budget)]
     else:
-        drafts = [_schema_draft(rec, grid, section, fmt, counter)] if config.generate_schema_chunks else []
+        drafts = [_schema_draft(rec, grid, section, fmt, budget)] if config.generate_schema_chunks else []
         if grid.rows:
-            drafts.extend(_row_drafts(rec, grid, section, config, counter))
+            drafts.extend(_row_drafts(rec, grid, section, config, budget))
         else:
-            drafts.append(_whole(rec, " | ".join(grid.columns), "table", section, _meta(rec, fmt), counter))
+            drafts.append(_whole(rec, " | ".join(grid.columns), "table", section, _meta(rec, fmt), budget))
     _with_caption(drafts[0], seg)
     return drafts

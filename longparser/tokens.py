@@ -7,8 +7,8 @@ pieces. A counter provides:
   whitespace (the DEC-04 estimate's whitespace words; a WordPiece tokenizer's tokens without
   its special tokens). A counter that has no such measure returns its counts;
 * ``join(text, units)``: the count of ``text``, the whitespace-join of pieces that measured
-  ``units``. An additive counter computes it from the units alone (nothing is counted twice);
-  any other counter counts ``text``;
+  ``units``. An additive counter (``additive``) computes it from the units alone, so nothing is
+  counted twice and a caller may pass any text; any other counter counts ``text``;
 * ``fitting_prefix(text, budget)``: the length, in characters, of the longest prefix of
   ``text`` counting at most ``budget`` (how a single over-long word is cut in strict mode).
 
@@ -28,15 +28,17 @@ TOKENS_PER_WORD = 1.33
 ESTIMATE_NAME = "estimate"
 
 # ASCII whitespace as str.split() sees it (str.isspace: \t \n \v \f \r, \x1c-\x1f, space) -> b" ",
-# NUL (a batch's separator) kept, every other byte -> b"w": a word starts at each b" w" and at a
-# leading b"w".
-_WORD_RUN_TABLE = b"\0" + bytes(32 if chr(b).isspace() else ord("w") for b in range(1, 128)) + b"w" * 128
+# every other byte -> b"w": a word starts at each b" w" and at a leading b"w". In a batch, NUL
+# separates the texts (which then hold none) and is kept.
+_WORD_RUN_TABLE = bytes(32 if chr(b).isspace() else ord("w") for b in range(128)) + b"w" * 128
+_BATCH_RUN_TABLE = b"\0" + _WORD_RUN_TABLE[1:]
 
 
 class TokenCounter(Protocol):
     """What the engine needs from a token counter (see the module doc)."""
 
     name: str
+    additive: bool
 
     def measure(self, texts: Sequence[str]) -> list[int]:
         """Each text's units (additive over whitespace joins for an additive counter)."""
@@ -78,7 +80,7 @@ def word_counts(texts: Sequence[str]) -> list[int]:
     joined = "\0".join(plain)
     if joined.count("\0") != len(plain) - 1:  # a text holds the separator itself
         return list(map(word_count, texts))
-    runs = joined.encode("ascii").translate(_WORD_RUN_TABLE).split(b"\0")
+    runs = joined.encode("ascii").translate(_BATCH_RUN_TABLE).split(b"\0")
     ascii_counts = iter(map(_words_in_runs, runs))
     return [next(ascii_counts) if flag else len(text.split())
             for text, flag in zip(texts, is_ascii, strict=True)]
@@ -107,6 +109,7 @@ class EstimateCounter:
     """The DEC-04 estimate: ``max(1, int(whitespace words x 1.33))``; units are words."""
 
     name = ESTIMATE_NAME
+    additive = True
 
     def measure(self, texts: Sequence[str]) -> list[int]:
         return word_counts(texts)
@@ -136,6 +139,8 @@ class EstimateCounter:
 class CallableCounter:
     """A plain ``text -> int`` function as a counter: not additive, so joined texts are counted."""
 
+    additive = False
+
     def __init__(self, function: Callable[[str], int], name: str | None = None) -> None:
         self.function = function
         self.name = name or getattr(function, "__name__", "custom")
@@ -144,7 +149,7 @@ class CallableCounter:
         return list(map(self.function, texts))
 
     def join(self, text: str, units: Sequence[int]) -> int:
-        return units[0] if len(units) == 1 else self.function(text)
+        return self.function(text)
 
     def fitting_prefix(self, text: str, budget: int) -> int:
         return bisect_prefix(self, text, budget)

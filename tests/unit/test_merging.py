@@ -127,7 +127,8 @@ def test_heading_before_a_table_opens_the_tables_first_chunk_like_a_caption(make
     assert view(result) == [
         ("section", words(40), ["b1"], [1]),
         ("table_schema", "Results\nTable schema: 1 data rows, 2 columns.\nColumns: Name (string, 0% null); "
-                         "Year (number, 0% null)\nSample rows:\nRow 1: Name=Ada; Year=1843", ["b2", "b3"], [1]),
+                         "Year (number, 0% null)\nSample rows:\nRow 1: Name=Ada; Year=1843",
+         ["b2", "b3"], [1]),
         ("table", "Row 1: Name=Ada; Year=1843", ["b3"], [1]),
     ]
     assert result.chunks[1].section_path == ["B"]
@@ -144,7 +145,8 @@ def test_headings_ending_a_prose_run_move_to_the_list_or_table_after_them(make_b
     # Headings that share the path of the text around them: the prose run ends with a heading
     # that opens the list after it (even with merging off).
     blocks = [make_block(words(30, "prose")), _heading(make_block, "Steps", ["Intro"]),
-              make_block("Do this first:"), make_block("- one", "list_item"), make_block("- two", "list_item")]
+              make_block("Do this first:"), make_block("- one", "list_item"),
+              make_block("- two", "list_item")]
     result = run_engine(blocks, min_tokens=0)
     assert [(c.chunk_type, c.text) for c in result.chunks] == [
         ("section", words(30, "prose")),

@@ -310,8 +310,10 @@ def test_a_text_row_above_numeric_columns_is_a_second_header_row() -> None:
         ["Caption", "22524", "1059", "2.04", "1.77"],
         ["Footnote", "6318", "345", "0.60", "0.31"],
     ])
-    assert grid.columns == ["Class", "Count / Train", "Count / Test", "% of Total / Train", "% of Total / Test"]
-    assert grid.rows == [["Caption", "22524", "1059", "2.04", "1.77"], ["Footnote", "6318", "345", "0.60", "0.31"]]
+    assert grid.columns == [
+        "Class", "Count / Train", "Count / Test", "% of Total / Train", "% of Total / Test"]
+    assert grid.rows == [
+        ["Caption", "22524", "1059", "2.04", "1.77"], ["Footnote", "6318", "345", "0.60", "0.31"]]
 
 
 def test_a_row_of_years_is_data_not_header() -> None:

@@ -1,0 +1,75 @@
+"""The budget of one request: ``max_tokens`` in its counter, a target or (strict) a maximum.
+
+Stages ask the budget whether a group of blocks fits: by default (DEC-04) by the sum of the
+blocks' own counts, a packing target; with ``strict_max_tokens`` by the count of the chunk text
+they would make, as it will be emitted (with its heading breadcrumb when ``heading_context``
+is on), a maximum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from typing import TypeVar
+
+from longparser.build import Draft
+from longparser.context import BREADCRUMB_SEPARATOR, breadcrumb
+from longparser.errors import RequestRefused
+from longparser.tokens import TokenCounter, count
+
+CONTEXT_SHARE = 0.5  # repeated context (breadcrumb, lead-in, header line) may take this much
+
+T = TypeVar("T")
+
+
+class Budget:
+    """``max_tokens`` of ``counter`` for one request (see the module doc)."""
+
+    def __init__(
+        self, max_tokens: int, counter: TokenCounter, *, strict: bool, with_breadcrumb: bool
+    ) -> None:
+        self.max_tokens, self.counter = max_tokens, counter
+        self.strict, self.with_breadcrumb = strict, with_breadcrumb
+        self.context_tokens = max(1, int(max_tokens * CONTEXT_SHARE))
+        self._measure = lru_cache(maxsize=4096)(lambda text: counter.measure((text,))[0])
+        if strict and count(counter, "a") > max_tokens:
+            raise RequestRefused(
+                f"max_tokens {max_tokens} leaves no room for text with the {counter.name} counter: "
+                f"one character already counts {count(counter, 'a')}"
+            )
+
+    def measure(self, text: str) -> int:
+        """The counter's units of one text (memoised: context is measured again and again)."""
+        return self._measure(text)
+
+    def count(self, text: str) -> int:
+        return count(self.counter, text)
+
+    def cost(self, draft: Draft) -> int:
+        """The count of ``draft``'s text as it will be emitted (with its breadcrumb, if any).
+
+        An additive counter joins the units alone: the text is not even built.
+        """
+        units = [p.units for p in draft.parts]
+        if draft.prefix:
+            units.append(draft.prefix_units)
+        crumb = ""
+        if self.with_breadcrumb:
+            titles = breadcrumb(draft)
+            if titles:
+                crumb = BREADCRUMB_SEPARATOR.join(titles)
+                units.append(self.measure(crumb))
+        if self.counter.additive:
+            return self.counter.join("", units)
+        return self.counter.join(crumb + BREADCRUMB_SEPARATOR + draft.text if crumb else draft.text, units)
+
+    def fits(self, draft: Draft) -> bool:
+        return self.cost(draft) <= self.max_tokens
+
+    def packer(self, draft_of: Callable[[T], Draft]) -> Callable[[T, int], bool]:
+        """``fits(group, summed_tokens)`` for packing: DEC-04's per-block sum against the
+        target, or (strict) the emitted count of the draft ``draft_of(group)`` against the
+        maximum."""
+        if not self.strict:
+            return lambda _group, summed: summed <= self.max_tokens
+        return lambda group, _summed: self.fits(draft_of(group))

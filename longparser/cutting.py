@@ -1,0 +1,129 @@
+"""Cutting a text where it fits, at the most natural places: line breaks, then sentence ends,
+then word boundaries, and only then inside a word (at the counter's own token boundaries).
+
+Used where a maximum must hold (strict mode) and where context is shortened (overlap, lead-ins,
+breadcrumbs). "Fits" is a predicate on a candidate piece (a chunk with some context around the
+piece), and a longer piece never fits when a shorter one does not. Every piece is a span of the
+original text; the whitespace at a cut is left out of both pieces, so the pieces hold every
+other character of the text, in order.
+
+Cost: each piece is searched for in a window that doubles from the piece's start until it
+holds more than fits, so cutting a long text costs about as many counts as it has pieces times
+the logarithm of a piece's length, never a count of the whole rest per piece.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from longparser.tokens import TokenCounter
+
+# Each level's cuts: the whitespace (group 1) between two pieces.
+_LINES = re.compile(r"[^\S\n]*(\n\s*)(?=\S)")
+_SENTENCES = re.compile(r"[.!?…][\"'”’)\]]*(\s+)(?=\S)")  # after . ! ? … and closing quotes
+_WORDS = re.compile(r"(\s+)(?=\S)")
+LEVELS = (_LINES, _SENTENCES, _WORDS)
+FIRST_WINDOW = 256  # characters
+
+Cut = tuple[int, int]  # (where the piece before ends, where the piece after starts)
+Fits = Callable[[str], bool]
+
+
+def text_bounds(text: str) -> tuple[int, int]:
+    """Where ``text`` starts and ends without its surrounding whitespace."""
+    return len(text) - len(text.lstrip()), len(text.rstrip())
+
+
+def _cuts(pattern: re.Pattern[str], text: str, start: int, end: int) -> list[Cut]:
+    """The cuts of one level strictly inside ``text[start:end]``."""
+    cuts = []
+    for match in pattern.finditer(text, start, end):
+        before, after = match.span(1)
+        if start < before and after < end:
+            cuts.append((before, after))
+    return cuts
+
+
+def _last_fitting(cuts: list[Cut], text: str, start: int, fits: Fits) -> Cut | None:
+    """The last cut whose piece fits (bisection: a longer piece never fits when a shorter does not)."""
+    low, high, best = 0, len(cuts) - 1, None
+    while low <= high:
+        middle = (low + high) // 2
+        if fits(text[start : cuts[middle][0]]):
+            best, low = cuts[middle], middle + 1
+        else:
+            high = middle - 1
+    return best
+
+
+def _inside_word(text: str, start: int, end: int, fits: Fits, counter: TokenCounter) -> int:
+    """The end of the longest fitting start of ``text[start:end]`` (one word), cut at the
+    counter's token boundaries (its prefix search for a token budget, the budget found by
+    bisection); ``start`` when not even one character fits."""
+    word = text[start:end]
+    low, high = 0, max(1, len(word))  # token budgets: low's prefix fits, above high none can
+    while low < high:
+        middle = (low + high + 1) // 2
+        length = counter.fitting_prefix(word, middle)
+        if length and fits(word[:length]):
+            low = middle
+        else:
+            high = middle - 1
+    return start + counter.fitting_prefix(word, low) if low else start
+
+
+def _next_piece(text: str, start: int, end: int, fits: Fits, counter: TokenCounter) -> Cut | None:
+    """Where the piece starting at ``start`` ends and the next one starts; None if nothing fits."""
+    window = FIRST_WINDOW
+    while True:
+        stop = min(end, start + window)
+        if stop < end:  # extend the window to the next whitespace: no word cut by the window
+            gap = _WORDS.search(text, stop, end)
+            stop = gap.start(1) if gap else end
+        if stop == end and fits(text[start:end]):
+            return end, end
+        if stop < end and fits(text[start:stop]):
+            window *= 2
+            continue
+        for level in LEVELS:
+            cut = _last_fitting(_cuts(level, text, start, stop), text, start, fits)
+            if cut is not None:
+                return cut
+        first_word_end = (m.start(1) if (m := _WORDS.search(text, start, stop)) else stop)
+        cut_at = _inside_word(text, start, first_word_end, fits, counter)
+        return (cut_at, cut_at) if cut_at > start else None
+
+
+def split_spans(text: str, fits: Fits, counter: TokenCounter) -> list[tuple[int, int]] | None:
+    """Spans of ``text`` that each fit, cut at the coarsest level that works; None if not even
+    one character fits (and ``[]`` for a blank text)."""
+    start, end = text_bounds(text)
+    spans: list[tuple[int, int]] = []
+    while start < end:
+        cut = _next_piece(text, start, end, fits, counter)
+        if cut is None:
+            return None
+        spans.append((start, cut[0]))
+        start = cut[1]
+    return spans
+
+
+def fitting_tail(text: str, fits: Fits) -> str:
+    """The longest end of ``text`` (surrounding whitespace aside) that ``fits``: from a sentence
+    start if one fits, else from a word start; "" when not even the last word fits."""
+    start, end = text_bounds(text)
+    if fits(text[start:end]):
+        return text[start:end]
+    for level in (_SENTENCES, _WORDS):
+        starts = [after for _, after in _cuts(level, text, start, end)]
+        low, high, best = 0, len(starts) - 1, None  # a shorter end never counts more
+        while low <= high:
+            middle = (low + high) // 2
+            if fits(text[starts[middle] : end]):
+                best, high = starts[middle], middle - 1
+            else:
+                low = middle + 1
+        if best is not None:
+            return text[best:end]
+    return ""
