@@ -159,9 +159,11 @@ class Producer:
         task_id = str(uuid.uuid4())
         document_id = validated.document_id
         # Publish first: a message that never left leaves no job entry behind. Publishing twice
-        # (a retry after a lost reply) is harmless: the task is idempotent.
+        # (a retry after a lost reply) is harmless: the task is idempotent. ignore_result: the
+        # document store is the source of truth; it also spares a result-backend subscription
+        # per submission (and that subscription's own reconnect errors during an outage).
         self._call(f"publishing {document_id}", lambda: self.app.send_task(
-            TASK_NAME, args=[payload], task_id=task_id, queue=queue, retry=False))
+            TASK_NAME, args=[payload], task_id=task_id, queue=queue, retry=False, ignore_result=True))
         self._call(f"recording the job of {document_id}",
                    lambda: self.store.save_job(document_id, task_id, queue))
         return JobHandle(document_id, task_id, queue)

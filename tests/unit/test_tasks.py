@@ -262,7 +262,7 @@ def test_store_outage_past_the_window_leaves_the_message_for_redelivery(
     started = time.monotonic()
     with pytest.raises(StoreUnavailable, match=r"Redis unavailable for 0\.5 s"):
         run_chunk_job(payload(), flaky_context, task_id="t-1")
-    assert 0.5 <= time.monotonic() - started < 7
+    assert time.monotonic() - started < 1.5  # the window bounds the wait
     # Through Celery: a Reject with requeue (never an ack without a record, never requeue=False).
     with caplog.at_level(logging.WARNING, logger="celery.app.trace"):
         outcome = chunk_document.apply_async(args=[payload()], task_id="t-2")
