@@ -13,7 +13,7 @@ from celery import Celery
 
 from config.settings import Settings, SettingsError, get_settings
 from service.celeryconfig import celery_config
-from worker import signals
+from worker import serialization, signals
 from worker.context import WorkerContext
 from worker.restore import RestoreHeldMessages
 from worker.transport import transport_for
@@ -29,6 +29,7 @@ class LongParserCelery(Celery):
 
 def create_app(settings: Settings, *, main: str = "longparser") -> LongParserCelery:
     """A Celery app configured from ``settings``, with the worker's signals and steps."""
+    serialization.install()
     celery_app = LongParserCelery(main, include=TASK_MODULES, set_as_current=True)
     celery_app.conf.update(celery_config(settings))
     transport = transport_for(settings.broker_url)

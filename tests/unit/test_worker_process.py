@@ -61,9 +61,10 @@ def test_semantic_worker_loads_strictly_with_capped_threads_and_warms_up(builds:
     settings = Settings(semantic_enabled=True, torch_threads=3, model_path="/models/minilm",
                         language_id=False, word_list_path="/data/words")
     context = worker.context.child_context(settings)
-    assert builds == [{"word_list_path": "/data/words", "language_id": False, "semantic": True,
-                       "model_path": "/models/minilm", "threads": 3, "strict": True,
-                       "word_list_required": True, "language_id_required": False}]
+    expected = {"word_list_path": "/data/words", "language_id": False, "semantic": True,
+                "model_path": "/models/minilm", "threads": 3, "strict": True,
+                "word_list_required": True, "language_id_required": False}
+    assert [{name: call.get(name) for name in expected} for call in builds] == [expected]
     assert context.resources.encoder.calls == [list(worker.context.WARM_UP_TEXTS)]
     assert os.environ["TOKENIZERS_PARALLELISM"] == "false"
     assert context.store.prefix == settings.key_prefix
@@ -321,3 +322,28 @@ def test_a_failed_ack_keeps_the_message_held_instead_of_crashing() -> None:
     qos.channel.client = DeadRedis()
     qos.ack("t1")  # logged, not raised: the worker keeps running
     assert held_tags(qos) == ["t1"]
+
+
+# --------------------------------------------------------------------------- serialization
+
+
+@pytest.mark.parametrize("body", [
+    '[[{"document_id": "d", "blocks": [{"block_id": "b", "type": "paragraph"}]}], {}, {}]',
+    '{"eta": {"__type__": "datetime", "__value__": "2026-01-02T03:04:05"}, "n": 1}',
+    b'{"a": [1, 2.5, null, true, "\\u00e9"]}',
+])
+def test_fast_json_decodes_exactly_like_kombu(body: Any) -> None:
+    from kombu.utils import json as kombu_json
+
+    from worker.serialization import loads
+
+    assert loads(body) == kombu_json.loads(body)
+
+
+def test_the_worker_app_decodes_json_bodies_with_the_fast_decoder(isolated_settings: str) -> None:  # noqa: F811
+    from kombu.serialization import registry
+
+    from worker.serialization import loads
+
+    create_app(Settings(word_list_path=None), main="serialization-test")
+    assert registry._decoders["application/json"] is loads
