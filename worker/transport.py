@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from functools import cached_property
 from typing import Any
 
+import redis.exceptions
 from kombu.transport import redis as kombu_redis
 from kombu.transport import virtual
 
@@ -83,6 +84,15 @@ class HoldingQoS(kombu_redis.QoS):
         while is_detached(qos) and getattr(qos, "successor", None) is not None:
             qos = qos.successor
         return qos
+
+    def restore_visible(self, *args: Any, **kwargs: Any) -> None:
+        # Periodic (every few polls): a Redis refusing writes (OOM under noeviction, READONLY
+        # during a failover) must not stop the worker; the next cycle tries again.
+        try:
+            super().restore_visible(*args, **kwargs)
+        except redis.exceptions.ResponseError as exc:
+            logger.warning("could not check for timed-out unacknowledged messages now (%s); next cycle",
+                           exc)
 
     def restore_unacked(self, client: Any = None) -> None:
         try:

@@ -359,3 +359,70 @@ def test_producer_cli_with_redis_down_exits_3_with_one_line(space: Any, table_ro
               f"exit 3 after {elapsed:.1f} s, one line: {lines[0][:90]}...")
     record(row)
     table_row.append(row.line())
+
+
+def _make_full(client: Any) -> int:
+    """Set ``maxmemory`` far under what Redis uses now: every write is refused (noeviction).
+
+    Returns the previous limit, to give back when the test frees memory (an operator raising
+    maxmemory, or workers draining the queue, has the same effect).
+    """
+    previous = int(client.config_get("maxmemory")["maxmemory"])
+    client.config_set("maxmemory", "1mb")  # Redis with data and clients uses several MB
+    return previous
+
+
+def test_a_full_redis_makes_workers_wait_and_producers_fail_typed(space: Any, table_row: list[str]) -> None:
+    """noeviction + maxmemory: the worker waits (in-process) until memory is freed; nothing lost;
+    `longparser submit` exits 4 with one line while Redis is full."""
+    base, logs = space
+    server = RedisServer("full", base, logs, extra=["--maxmemory", "40mb"]).start()
+    prefix = f"lpfault-{uuid.uuid4().hex[:6]}"
+    values = base_values(server.url, prefix)
+    watcher = StoreWatcher(lambda: server.client(5), lambda d: f"{prefix}:result:{d}").start()
+    worker: Proc | None = None
+    try:
+        worker = start_worker("full", values, logs)  # a worker starts only against a Redis with room
+        with Producer(Settings(**values)) as producer:
+            accepted = [producer.submit(make_document(f"{prefix}-d{i:03d}", BLOCKS, seed=i)).document_id
+                        for i in range(16)]
+        for document_id in accepted:
+            watcher.want(document_id)
+        wait_until(lambda: len(watcher.seen) >= 1, 60, what="the burst to start")
+        client = server.client(5)
+        previous = _make_full(client)
+        with pytest.raises(redis.exceptions.OutOfMemoryError):
+            client.set(f"{prefix}-probe", "x")
+        full_at = len(watcher.seen)
+        document = base / "doc.json"
+        document.write_text('{"document_id": "doc-full", "blocks": []}')
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LONGPARSER_")}
+        env.update({"LONGPARSER_BROKER_URL": server.url, "LONGPARSER_RESULT_URL": server.url,
+                    "LONGPARSER_KEY_PREFIX": prefix, "PYTHONPATH": str(REPO_ROOT)})
+        done = subprocess.run([sys.executable, "-m", "cli", "submit", str(document)], cwd=base, env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 4, done.stderr
+        [line] = done.stderr.splitlines()
+        assert "is full (OOM under noeviction)" in line
+        wait_until(lambda: "OutOfMemoryError" in worker.log_text() or "OOM" in worker.log_text(), 60,
+                   what="the worker to meet the full Redis")
+        time.sleep(3)
+        assert len(watcher.seen) <= full_at + 2, "stored while Redis refused writes?"
+        client.config_set("maxmemory", str(previous))
+        freed = time.monotonic()
+        assert watcher.wait_all(accepted, WINDOW_S), diagnose(client, prefix, watcher, accepted, [worker])
+        keys = _keys(client, prefix)
+        stored = _assert_all_stored(accepted, watcher, keys, prefix)
+        runs = task_runs([worker])
+        last = max(watcher.seen[d] for d in stored)
+        row = Row("Redis full (noeviction, maxmemory under its use) while tasks run, then raised",
+                  len(accepted), len(stored), sum(1 for d in accepted if runs[d] > 1), max(0.0, last - freed),
+                  "times from memory freed; `longparser submit` meanwhile: exit 4, one line")
+        record(row)
+        table_row.append(row.line())
+        assert worker.alive() and " exited with " not in worker.log_text()
+    finally:
+        watcher.stop()
+        if worker is not None:
+            worker.stop()
+        server.stop()
