@@ -8,7 +8,7 @@ PIP := $(PY) -m pip
 TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX ?=
 
-.PHONY: run test test-real bench lint venv dev embeddings clean
+.PHONY: run test test-real test-faults bench lint venv dev embeddings clean
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,11 @@ test: $(VENV)/.dev
 	$(PY) -m pytest --cov=longparser --cov-report=term-missing --cov-fail-under=90
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
+
+# Broker and store faults with real redis-server and worker processes (docs/operations.md).
+# Prints one table row per scenario; needs redis-server on PATH (Debian: redis-server).
+test-faults: $(VENV)/.dev
+	LONGPARSER_FAULTS=1 $(PY) -m pytest tests/faults --no-cov -rA
 
 test-real: $(VENV)/.embeddings
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest tests/integration/test_real_embeddings.py \

@@ -10,14 +10,21 @@ Documents: ``gen_blocks.generate(BLOCKS, seed=i)`` (50 blocks by default), one p
 * ``worker c=N burst``: every document submitted at once: throughput (documents / s from the
   first submit to the last stored result) and latency including queueing.
 
-Each worker (``celery -A worker worker -c N``, prefork, events on) is started and stopped by
-this script; the store is polled by one thread with ``MGET`` every 5 ms, so a result's
-arrival time does not depend on a client's polling interval. Everything lives on its own Redis
-database (default 14) under a unique key prefix, deleted at the end (no FLUSH).
+Each worker (``celery -A worker worker -c N``, prefork, events on, as deployed) is started and
+stopped by this script; the store is polled by one thread with ``MGET`` every 5 ms, so a
+result's arrival time does not depend on a client's polling interval. Everything lives on its
+own Redis database (default 14) under a unique key prefix, deleted at the end (no FLUSH).
+``task p50 ms`` is what the task reports of itself (validate + chunk + store, inside the worker
+child), read from the workers' INFO log lines.
+
+``--baseline-root DIR`` adds the same worker rows for another checkout (its ``worker`` and
+engine, started from DIR), measured in the same run with this checkout's producer: the before
+and after of a change on the same machine load.
 
 Usage:
-    .venv/bin/python bench/bench_worker.py                     # 200 docs, c=1 and c=2
-    .venv/bin/python bench/bench_worker.py --docs 400 --redis redis://127.0.0.1:6379/14
+    .venv/bin/python bench/bench_worker.py                     # 200 docs of 50 blocks, c=1 and c=2
+    .venv/bin/python bench/bench_worker.py --redis redis://127.0.0.1:6379/11 --blocks 50 2000 \
+        --baseline-root ../before
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -53,6 +61,7 @@ from worker.context import build_process_resources  # noqa: E402
 DEFAULT_REDIS = "redis://127.0.0.1:6379/14"
 READY_TIMEOUT_S = 60.0
 POLL_S = 0.005
+TASK_LINE = re.compile(r"chunked document (\S+): \d+ blocks -> \d+ chunks in ([0-9.]+) ms")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -124,20 +133,23 @@ def _env(settings: Settings) -> dict[str, str]:
     return env
 
 
-def start_worker(settings: Settings, concurrency: int, log_dir: Path) -> tuple[subprocess.Popen, str]:
+def start_worker(settings: Settings, concurrency: int, log_path: Path, root: Path = ROOT
+                 ) -> tuple[subprocess.Popen, str]:
     node = f"bench-c{concurrency}-{uuid.uuid4().hex[:6]}@{socket.gethostname()}"
     argv = [str(Path(sys.executable).with_name("celery")), "-A", "worker", "worker", "-P", "prefork",
-            "-c", str(concurrency), "-n", node, "-Q", settings.structural_queue, "-E", "-l", "WARNING",
+            "-c", str(concurrency), "-n", node, "-Q", settings.structural_queue, "-E", "-l", "INFO",
             "--without-gossip", "--without-mingle", "--without-heartbeat"]
-    with (log_dir / f"worker-c{concurrency}.log").open("wb") as log:
-        proc = subprocess.Popen(argv, cwd=ROOT, env=_env(settings), stdout=log, stderr=subprocess.STDOUT,
+    env = _env(settings)
+    env["PYTHONPATH"] = str(root)  # that checkout's packages first
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(argv, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
     app = client.producer_celery(settings)
     deadline = time.monotonic() + READY_TIMEOUT_S
     while not app.control.ping(destination=[node], timeout=0.5):
         if proc.poll() is not None or time.monotonic() > deadline:
             stop_worker(proc)
-            raise RuntimeError(f"worker {node} did not start; see {log_dir}")
+            raise RuntimeError(f"worker {node} did not start; see {log_path}")
     return proc, node
 
 
@@ -151,82 +163,131 @@ def stop_worker(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def _run_batch(docs: list[dict[str, Any]], settings: Settings, sequential: bool) -> dict[str, float]:
-    watcher = StoreWatcher(settings.result_url, settings.key_prefix, [d["document_id"] for d in docs]).start()
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of one process (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def worker_cpu(pid: int) -> tuple[float, float]:
+    """CPU seconds of a worker: (parent, pool children together)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as listing:
+            children = [int(child) for child in listing.read().split()]
+        return cpu_seconds(pid), sum(cpu_seconds(child) for child in children)
+    except (OSError, ValueError):
+        return float("nan"), float("nan")
+
+
+def _run_batch(docs: list[dict[str, Any]], producer: client.Producer, log_path: Path,
+               sequential: bool, pid: int | None = None) -> dict[str, float]:
+    settings = producer.settings
+    ids = [d["document_id"] for d in docs]
+    watcher = StoreWatcher(settings.result_url, settings.key_prefix, ids).start()
     submitted: dict[str, float] = {}
-    task_ids = []
+    cpu_before = worker_cpu(pid) if pid else (float("nan"), float("nan"))
     started = time.perf_counter()
     for doc in docs:
         submitted[doc["document_id"]] = time.perf_counter()
-        task_ids.append(client.submit(doc, settings=settings).task_id)
+        producer.submit(doc)
         while sequential and doc["document_id"] not in watcher.seen:
-            time.sleep(POLL_S)
-    watcher.join(timeout=300)
+            time.sleep(POLL_S / 5)
+    watcher.join(timeout=600)
     latencies = [watcher.seen[d] - submitted[d] for d in submitted]
     stats = _stats(latencies, len(docs), elapsed=max(watcher.seen.values()) - started)
-    return {**stats, "task_ms": percentile(_task_durations(settings, task_ids), 50)}
+    cpu_after = worker_cpu(pid) if pid else cpu_before
+    return {**stats, "task_ms": percentile(_task_durations(log_path, set(ids)), 50),
+            "parent_cpu_ms": (cpu_after[0] - cpu_before[0]) * 1000 / len(docs),
+            "child_cpu_ms": (cpu_after[1] - cpu_before[1]) * 1000 / len(docs)}
 
 
-def _task_durations(settings: Settings, task_ids: list[str]) -> list[float]:
-    """``duration_ms`` the tasks report (validate + chunk + store, inside the worker child)."""
-    app = client.producer_celery(settings)
-    return [float(app.AsyncResult(task_id).get(timeout=30)["duration_ms"]) for task_id in task_ids]
+def _task_durations(log_path: Path, ids: set[str], timeout: float = 10.0) -> list[float]:
+    """The durations the tasks log for themselves (validate + chunk + store, in the worker child)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = log_path.read_text(errors="replace")
+        found = {m.group(1): float(m.group(2)) for m in TASK_LINE.finditer(text) if m.group(1) in ids}
+        if len(found) == len(ids) or time.monotonic() > deadline:
+            return list(found.values()) or [float("nan")]
+        time.sleep(0.1)
 
 
-def bench_worker(docs: list[dict[str, Any]], settings: Settings, concurrency: int,
-                 log_dir: Path, sequential_n: int) -> dict[str, dict[str, float]]:
+def bench_worker(docs: list[dict[str, Any]], producer: client.Producer, concurrency: int,
+                 log_dir: Path, sequential_n: int, root: Path = ROOT, label: str = "current"
+                 ) -> dict[str, dict[str, float]]:
     """Sequential and burst runs on one worker with ``concurrency`` pool processes."""
-    proc, _ = start_worker(settings, concurrency, log_dir)
+    log_path = log_dir / f"worker-{label}-c{concurrency}-{uuid.uuid4().hex[:4]}.log"
+    proc, _ = start_worker(producer.settings, concurrency, log_path, root)
     try:
-        tag = f"c{concurrency}-{uuid.uuid4().hex[:4]}"
+        tag = f"{label}-c{concurrency}-{uuid.uuid4().hex[:4]}"
         renamed = [{**d, "document_id": f"{d['document_id']}-{tag}"} for d in docs]
-        _run_batch(renamed[:4], settings, sequential=False)  # warm-up: children, connections
+        _run_batch(renamed[:4], producer, log_path, sequential=False)  # warm-up: children, connections
         sequential = [{**d, "document_id": f"{d['document_id']}-seq"} for d in renamed[:sequential_n]]
-        return {"sequential": _run_batch(sequential, settings, sequential=True),
+        return {"sequential": _run_batch(sequential, producer, log_path, sequential=True, pid=proc.pid),
                 "burst": _run_batch([{**d, "document_id": f"{d['document_id']}-burst"} for d in renamed],
-                                    settings, sequential=False)}
+                                    producer, log_path, sequential=False, pid=proc.pid)}
     finally:
         stop_worker(proc)
 
 
 def print_table(n: int, seq_n: int, blocks: int, direct: dict[str, float],
-                workers: dict[int, dict[str, dict[str, float]]]) -> None:
+                workers: dict[tuple[str, int], dict[str, dict[str, float]]]) -> None:
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\n{blocks}-block structural documents (gen_blocks seeds 0..{n - 1}), real Redis; "
           f"{os.cpu_count()} CPUs, load average {load}\n")
-    print(f"{'path':<28}{'docs':>6}{'p50 ms':>10}{'p95 ms':>10}{'docs/s':>10}{'task p50 ms':>13}")
-    rows = [("direct chunk_request", n, {**direct, "task_ms": direct["p50_ms"]})]
-    for concurrency, runs in workers.items():
-        rows.append((f"worker c={concurrency} sequential", seq_n, runs["sequential"]))
-        rows.append((f"worker c={concurrency} burst", n, runs["burst"]))
-    for label, count, s in rows:
-        print(f"{label:<28}{count:>6}{s['p50_ms']:>10.1f}{s['p95_ms']:>10.1f}{s['docs_per_s']:>10.1f}"
-              f"{s['task_ms']:>13.1f}")
+    print(f"| {'path':<36} | {'docs':>5} | {'p50 ms':>8} | {'p95 ms':>8} | {'docs/s':>8} | "
+          f"{'vs direct':>9} | {'task p50 ms':>11} | {'CPU ms/doc parent + child':>25} |")
+    print(f"|{'-' * 38}|{'-' * 7}|{'-' * 10}|{'-' * 10}|{'-' * 10}|{'-' * 11}|{'-' * 13}|{'-' * 27}|")
+    nan = float("nan")
+    rows = [("direct chunk_request", n, {**direct, "task_ms": direct["p50_ms"], "parent_cpu_ms": nan,
+                                         "child_cpu_ms": direct["p50_ms"]})]
+    for (label, concurrency), runs in workers.items():
+        rows.append((f"{label} worker c={concurrency} sequential", seq_n, runs["sequential"]))
+        rows.append((f"{label} worker c={concurrency} burst", n, runs["burst"]))
+    for name, count, s in rows:
+        ratio = s["docs_per_s"] / direct["docs_per_s"]
+        cpu = f"{s['parent_cpu_ms']:.1f} + {s['child_cpu_ms']:.1f}"
+        print(f"| {name:<36} | {count:>5} | {s['p50_ms']:>8.1f} | {s['p95_ms']:>8.1f} | "
+              f"{s['docs_per_s']:>8.1f} | {ratio:>9.0%} | {s['task_ms']:>11.1f} | {cpu:>25} |")
     print("\nsequential: one document in flight (latency = submit -> result stored); burst: all submitted"
           "\nat once (docs/s = documents / (last stored - first submit)); direct: engine in-process."
-          "\ntask p50 ms: the duration_ms a task reports (validate + chunk + store, in the worker child).")
+          "\ntask p50 ms: the duration_ms a task reports (validate + chunk + store, in the worker child)."
+          "\nCPU ms/doc: CPU the worker's parent and pool child spent per document during the run (from"
+          "\n/proc; the least load-sensitive column on a shared machine).")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--docs", type=int, default=200, help="documents per burst run")
+    parser.add_argument("--docs", type=int, default=200, help="documents per burst run (50-block size)")
     parser.add_argument("--sequential", type=int, default=50, help="documents per sequential run")
-    parser.add_argument("--blocks", type=int, default=50)
+    parser.add_argument("--blocks", type=int, nargs="+", default=[50],
+                        help="document sizes; sizes over 500 blocks run docs/10 documents")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--redis", default=os.environ.get("LONGPARSER_BENCH_REDIS_URL", DEFAULT_REDIS))
+    parser.add_argument("--baseline-root", type=Path, help="also measure the worker of this checkout")
     args = parser.parse_args(argv)
     prefix = f"lpbench-{uuid.uuid4().hex[:8]}"
+    # The system word list when this machine has one (set explicitly, it would be required).
+    words = Settings.model_fields["word_list_path"].default
     settings = Settings(broker_url=args.redis, result_url=args.redis, key_prefix=prefix,
-                        celery_key_prefix=f"{prefix}-celery:")
+                        celery_key_prefix=f"{prefix}-celery:",
+                        word_list_path=words if Path(words).exists() else None)
     store = redis.Redis.from_url(args.redis)
     store.ping()
-    docs = documents(args.docs, args.blocks, prefix)
+    roots = [("current", ROOT)] + ([("baseline", args.baseline_root.resolve())] if args.baseline_root else [])
     try:
-        direct = bench_direct(docs, settings)
-        with tempfile.TemporaryDirectory(prefix="lpbench-logs-") as logs:
-            workers = {c: bench_worker(docs, settings, c, Path(logs), args.sequential)
-                       for c in args.concurrency}
-        print_table(args.docs, args.sequential, args.blocks, direct, workers)
+        with client.Producer(settings) as producer, \
+                tempfile.TemporaryDirectory(prefix="lpbench-logs-") as logs:
+            for blocks in args.blocks:
+                n = args.docs if blocks <= 500 else max(4, args.docs // 10)
+                seq_n = args.sequential if blocks <= 500 else max(4, args.sequential // 5)
+                docs = documents(n, blocks, f"{prefix}-b{blocks}")
+                direct = bench_direct(docs, settings)
+                workers = {(label, c): bench_worker(docs, producer, c, Path(logs), seq_n, root, label)
+                           for label, root in roots for c in args.concurrency}
+                print_table(n, seq_n, blocks, direct, workers)
+                del docs
     finally:
         keys = list(store.scan_iter(match=f"{prefix}*", count=1000))
         for start in range(0, len(keys), 1000):

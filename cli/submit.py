@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from typing import Any
 
@@ -28,10 +29,15 @@ def _say(command: str, message: str) -> None:
 
 
 def _producer(command: str) -> Any:
-    """A producer for the process's settings, or None after printing why (bad settings)."""
+    """A producer for the process's settings, or None after printing why (bad settings).
+
+    The producer's per-retry warnings stay out of the terminal: an outage ends in ONE line
+    (exit 3) once the submit window has passed.
+    """
     from config.settings import SettingsError, get_settings
     from tasks.client import Producer
 
+    logging.getLogger("service.retry").setLevel(logging.ERROR)
     try:
         return Producer(get_settings())
     except SettingsError as exc:

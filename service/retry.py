@@ -2,7 +2,8 @@
 
 A call that fails with a transient error (:data:`service.redis_client.TRANSIENT_ERRORS`) is
 retried with exponential backoff and full jitter (0.1 s doubling, at most 5 s apart) until it
-succeeds or ``window`` seconds have passed since the first try; then the last error is raised.
+succeeds or the next pause would end past ``window`` seconds from the first try; then the last
+error is raised (so a call never takes much longer than its window).
 Every wait is logged (WARNING, with the running count) and counted in a :class:`Waits`, so an
 operator sees a process riding out an outage rather than a silent stall.
 """
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_before_delay, wait_random_exponential
 
 from service.redis_client import TRANSIENT_ERRORS
 
@@ -68,7 +69,7 @@ def call_with_retry(
 
     retrying = Retrying(
         retry=retry_if_exception(retry_on),
-        stop=stop_after_delay(window),
+        stop=stop_before_delay(window),
         wait=wait_random_exponential(multiplier=FIRST_WAIT_S, max=MAX_WAIT_S),
         before_sleep=log_wait,
         sleep=time.sleep,

@@ -35,6 +35,17 @@ def success_record(document_id: str, task_id: str | None, result: dict) -> dict:
             "task_id": task_id, "result": result, "error": None}
 
 
+def success_record_json(document_id: str, task_id: str | None, result_json: str) -> str:
+    """:func:`success_record` already encoded, around ``result_json`` (``ChunkResult.model_dump_json()``).
+
+    The result is encoded once, by pydantic's serializer, instead of dumped to Python objects and
+    encoded again; the record's bytes are the same JSON as ``compact_json(success_record(...))``.
+    """
+    head = compact_json({"record_version": RECORD_VERSION, "status": "SUCCESS", "document_id": document_id,
+                         "task_id": task_id})
+    return f'{head[:-1]},"result":{result_json},"error":null}}'
+
+
 def failure_record(document_id: str, task_id: str | None, error_type: str, message: str) -> dict:
     """The record of a failed run, so ``longparser result`` can show the error."""
     return {"record_version": RECORD_VERSION, "status": "FAILURE", "document_id": document_id,

@@ -38,7 +38,7 @@ from longparser.errors import RequestRefused as EngineRefused
 from schemas import ChunkRequest
 from service.keys import TASK_NAME, is_valid_document_id
 from service.retry import call_with_retry, is_transient
-from service.store import failure_record, success_record
+from service.store import failure_record, success_record_json
 from tasks.errors import ChunkingFailed, ChunkTaskError, RequestRefused, SemanticUnavailable, StoreUnavailable
 from tasks.payload import check_size, validate_payload
 from worker.celery_app import app
@@ -130,6 +130,8 @@ def run_chunk_job(
     """
     started = time.perf_counter()
     document_id = raw_document_id(payload)
+    if _raw_block_count(payload) < context.settings.progress_min_blocks:
+        report = _no_report  # done before a progress state would be read: not worth 3 Redis writes
     if redelivered:
         context.counters.redelivered += 1
         logger.warning("document %s: redelivered task %s (redeliveries in this process: %d)",
@@ -149,8 +151,9 @@ def run_chunk_job(
         raise failed from exc
     chunks = len(result.chunks)
     report("storing", {"document_id": request.document_id, "blocks": blocks, "chunks": chunks})
-    record = success_record(request.document_id, task_id, result.model_dump(mode="json"))
-    key = _write(context, f"storing {request.document_id}", lambda: context.store.save_record(record))
+    record = success_record_json(request.document_id, task_id, result.model_dump_json())
+    key = _write(context, f"storing {request.document_id}",
+                 lambda: context.store.save_encoded(request.document_id, record))
     context.counters.stored += 1
     duration_ms = round((time.perf_counter() - started) * 1000, 1)
     logger.info("chunked document %s: %d blocks -> %d chunks in %.1f ms (task %s)",
@@ -215,7 +218,10 @@ def chunk_document(self: Any, payload: dict[str, Any]) -> dict[str, Any]:
     """Chunk one ChunkRequest (a JSON dict) and store the result under its document id."""
 
     def report(stage: str, counts: dict[str, Any]) -> None:
-        self.update_state(state="PROGRESS", meta={"stage": stage, **counts})
+        try:
+            self.update_state(state="PROGRESS", meta={"stage": stage, **counts})
+        except Exception as exc:  # progress is advisory: an outage must not fail the document
+            logger.warning("progress of task %s not recorded: %s", self.request.id, exc)
 
     redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
     try:

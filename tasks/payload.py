@@ -29,7 +29,11 @@ def encoded_size(payload: Any) -> int:
 
 def check_size(payload: Any, limit: int) -> int:
     """The payload's JSON size; raises :class:`PayloadTooLarge` above ``limit``."""
-    size = encoded_size(payload)
+    return check_encoded_size(encoded_size(payload), limit)
+
+
+def check_encoded_size(size: int, limit: int) -> int:
+    """``size`` (bytes of compact JSON) checked against ``limit`` (:class:`PayloadTooLarge`)."""
     if size > limit:
         raise PayloadTooLarge(
             f"payload is {size} bytes of JSON, over the {limit}-byte limit "

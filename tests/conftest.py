@@ -1,7 +1,8 @@
 """Suite-wide policy: network refused, real-model tests opt-in (deselected, never skipped).
 
 * Every test runs with network sockets refused (pytest-socket). Integration tests under
-  ``tests/integration/`` may reach loopback only (the test Redis, worker processes, Flower).
+  ``tests/integration/`` and the fault suite under ``tests/faults/`` may reach loopback only
+  (the test Redis, worker processes, Flower, the suite's own redis-server processes).
 * Tests marked ``real_embeddings`` are *deselected* unless ``--run-real-embeddings`` is given;
   with it, a missing prerequisite fails the test (the fixtures raise, they do not skip).
 """
@@ -15,6 +16,7 @@ from pytest_socket import disable_socket, socket_allow_hosts
 
 LOOPBACK = ["127.0.0.1", "localhost", "::1"]
 INTEGRATION_DIR = Path(__file__).parent / "integration"
+FAULTS_DIR = Path(__file__).parent / "faults"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -45,7 +47,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _is_integration(item: pytest.Item) -> bool:
-    return INTEGRATION_DIR in Path(str(item.fspath)).parents
+    parents = Path(str(item.fspath)).parents
+    return INTEGRATION_DIR in parents or FAULTS_DIR in parents
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -4,7 +4,7 @@ Tasks are listed by module name in ``include`` and imported when a worker boots 
 caller imports :mod:`tasks.chunk`), so building the app stays light: no engine, no torch.
 Building the app connects the worker signals that give each process its
 :class:`~worker.context.WorkerContext`, and adds the consumer step that requeues what the worker
-held when its broker connection dropped (:mod:`worker.restore`).
+held when its broker connection dropped (:mod:`worker.restore`, :mod:`worker.transport`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from celery import Celery
 
 from config.settings import Settings, SettingsError, get_settings
 from service.celeryconfig import celery_config
-from worker import signals
+from worker import serialization, signals
 from worker.context import WorkerContext
 from worker.restore import RestoreHeldMessages
+from worker.transport import transport_for
 
 TASK_MODULES = ["tasks.chunk"]
 
@@ -28,8 +29,12 @@ class LongParserCelery(Celery):
 
 def create_app(settings: Settings, *, main: str = "longparser") -> LongParserCelery:
     """A Celery app configured from ``settings``, with the worker's signals and steps."""
+    serialization.install()
     celery_app = LongParserCelery(main, include=TASK_MODULES, set_as_current=True)
     celery_app.conf.update(celery_config(settings))
+    transport = transport_for(settings.broker_url)
+    if transport is not None:
+        celery_app.conf.broker_transport = transport
     celery_app.steps["consumer"].add(RestoreHeldMessages)
     signals.connect(celery_app, settings)
     return celery_app

@@ -5,7 +5,7 @@ Flower reads ``FLOWER_BASIC_AUTH`` (``user:password``, comma-separated for sever
 itself. Passed empty (``--basic-auth="$FLOWER_BASIC_AUTH"`` with the variable unset, or compose
 interpolating an unset variable) it rejects every request with 401 and logs nothing. This
 launcher removes an empty value and says which mode Flower runs in, then ``exec``s
-``celery -A worker flower``:
+``python -m celery -A worker flower`` with the same interpreter:
 
 * ``FLOWER_BASIC_AUTH`` set: every page and the API need that login;
 * unset or empty: the UI is open to whoever reaches the port, and Flower's HTTP API stays
@@ -28,7 +28,7 @@ AUTH_VARIABLE = "FLOWER_BASIC_AUTH"
 def flower_command(environ: Mapping[str, str], args: Sequence[str]) -> tuple[list[str], dict[str, str], str]:
     """``(argv, environment, message)`` for running Flower with ``args``."""
     env = dict(environ)
-    argv = ["celery", "-A", "worker", "flower", *args]
+    argv = [sys.executable, "-m", "celery", "-A", "worker", "flower", *args]  # this interpreter's Celery
     passed = any(arg.startswith("--basic-auth=") and arg.split("=", 1)[1] for arg in args)
     if passed or env.get(AUTH_VARIABLE, "").strip():
         return argv, env, "Flower requires a login (basic auth): every page and the API"

@@ -2,14 +2,15 @@
 
 Redis has no broker-side redelivery: kombu keeps every delivered, unacknowledged message in an
 ``unacked`` hash and puts a consumer's messages back in their queue when its channel closes.
-When the channel closes *because Redis is gone*, that restore fails and the messages stay in
-the hash until the visibility timeout (an hour by default, and it must stay at least twice the
-hard time limit) hands them to someone else. This consumer step remembers each channel this
-worker consumed from; when the consumer starts again on a new connection, it puts back every
-message the old channel still held (reserved, or running when the connection dropped and not
-acknowledged since) before fetching new work. A message whose task finished and was
-acknowledged in the meantime is no longer in the hash and is left alone; one whose task is still
-running is delivered again (at-least-once: the result is the same record, written once more).
+When the channel closes *because Redis is gone*, that restore fails and the messages would stay
+in the hash until the visibility timeout (an hour by default; it must stay at least twice the
+hard time limit) hands them to someone else. This consumer step remembers the channels this
+worker consumed from; each time the consumer starts on a new connection it puts back every
+message an old channel still holds and that no task of this worker is running (reserved, or
+whose run ended while Redis was away), before fetching new work. Messages of tasks still
+running are left held: their acknowledgement goes through the new channel
+(:class:`worker.transport.HoldingQoS`), or, should it fail, they are put back at the next
+reconnect. A message acknowledged meanwhile is gone from the hash and is left alone.
 """
 
 from __future__ import annotations
@@ -18,19 +19,26 @@ import logging
 from typing import Any
 
 from celery import bootsteps
+from celery.worker.state import active_requests
+
+from worker.transport import held_tags
 
 logger = logging.getLogger(__name__)
 
 
-def held_tags(qos: Any) -> list[Any]:
-    """Delivery tags a channel's QoS still holds (delivered, not acknowledged or rejected)."""
-    delivered = getattr(qos, "_delivered", None) or {}
-    dirty = getattr(qos, "_dirty", None) or set()
-    return [tag for tag in list(delivered) if tag not in dirty]
+def running_tags() -> set[Any]:
+    """Delivery tags of the tasks this worker's pool is running now."""
+    tags = set()
+    for request in list(active_requests):
+        message = getattr(request, "_message", None) or getattr(request, "message", None)
+        tag = getattr(message, "delivery_tag", None)
+        if tag is not None:
+            tags.add(tag)
+    return tags
 
 
 class RestoreHeldMessages(bootsteps.StartStopStep):
-    """Consumer step: on every (re)start, requeue what previous channels left unacknowledged."""
+    """Consumer step: on every (re)start, requeue what previous channels hold and nobody runs."""
 
     requires = ("celery.worker.consumer.tasks:Tasks",)
 
@@ -46,27 +54,31 @@ class RestoreHeldMessages(bootsteps.StartStopStep):
             return
         current = channel.qos
         pending = [qos for qos in self.previous if qos is not current]
-        self.previous = [current, *self.restore(current, pending)]
+        self.previous = [current, *self.restore(current, pending, running_tags())]
 
-    def restore(self, current: Any, pending: list[Any]) -> list[Any]:
-        """Requeue the held messages of ``pending`` QoS objects; returns those that still hold some."""
+    def restore(self, current: Any, pending: list[Any], running: set[Any]) -> list[Any]:
+        """Requeue the held, not running messages of ``pending``; returns those still holding some."""
         left: list[Any] = []
         for qos in pending:
-            tags = held_tags(qos)
-            if not tags:
-                continue
+            qos.successor = current
+            tags = [tag for tag in held_tags(qos) if tag not in running]
             restored = 0
             try:
                 for tag in tags:
-                    current.restore_by_tag(tag)  # no-op when the message was acknowledged since
+                    requeue_through = getattr(qos, "requeue_through", None)
+                    if requeue_through is not None:
+                        requeue_through(current, tag)  # from the unacked hash, or from memory
+                    else:
+                        current.restore_by_tag(tag)  # no-op when the message was acknowledged since
                     qos._delivered.pop(tag, None)
                     restored += 1
-            except Exception as exc:  # the connection dropped again: try at the next start
+            except Exception as exc:  # the connection dropped again: the next start retries
                 logger.warning("could not yet put back %d held message(s): %s", len(tags) - restored, exc)
-                left.append(qos)
             self.restored_total += restored
             if restored:
-                logger.warning("connection restored: put %d message(s) this worker held back in their "
-                               "queue (redeliveries after reconnect in this worker: %d)",
-                               restored, self.restored_total)
+                logger.warning("connection restored: %d message(s) this worker held put back in their queue "
+                               "(redeliveries after reconnects in this worker: %d)", restored,
+                               self.restored_total)
+            if held_tags(qos):
+                left.append(qos)
         return left

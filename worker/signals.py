@@ -14,9 +14,11 @@ import importlib.util
 import logging
 import os
 import signal
+import warnings
 from typing import Any
 
-from celery.signals import after_setup_logger, worker_init, worker_process_init
+from celery.exceptions import CPendingDeprecationWarning
+from celery.signals import after_setup_logger, worker_init, worker_process_init, worker_ready
 
 from config.logging import set_levels
 from config.settings import Settings
@@ -96,6 +98,14 @@ def connect(app: Any, settings: Settings) -> None:
     def set_log_levels(**_: Any) -> None:
         set_levels(settings.log_level)
 
+    def quiet_connection_loss_notice(**_: Any) -> None:
+        # worker_cancel_long_running_tasks_on_connection_loss is set explicitly (False: running
+        # tasks finish and wait for Redis); Celery still prints a multi-line notice on every
+        # connection loss, burying the outage's own lines. Added once the worker is ready: Celery's
+        # logging set-up turns these warnings to "always".
+        warnings.filterwarnings("ignore", category=CPendingDeprecationWarning,
+                                message=r"\s*In Celery 5\.1 we introduced")
+
     def on_worker_init(**_: Any) -> None:
         check_worker_can_start(settings)
         app.context = parent_context(settings)
@@ -107,5 +117,6 @@ def connect(app: Any, settings: Settings) -> None:
             stop_worker_from_child(exc)
 
     after_setup_logger.connect(set_log_levels, weak=False)
+    worker_ready.connect(quiet_connection_loss_notice, weak=False)
     worker_init.connect(on_worker_init, weak=False)
     worker_process_init.connect(on_process_init, weak=False)

@@ -151,7 +151,7 @@ def test_submit_past_the_window_raises_broker_unavailable_and_leaves_no_job_entr
     started = time.monotonic()
     with pytest.raises(BrokerUnavailable) as caught:
         Producer(down, app=fake_app, store=store).submit(payload())
-    assert 0.5 <= time.monotonic() - started < 7
+    assert time.monotonic() - started < 1.5  # the window bounds the wait
     message = str(caught.value)
     assert "redis://:**@127.0.0.1:6399/0" in message and "s3cret" not in message
     assert "\n" not in message

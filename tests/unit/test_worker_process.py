@@ -7,10 +7,13 @@ back what a worker held when its broker connection dropped.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import fakeredis
@@ -25,7 +28,8 @@ from longparser.resources import Resources
 from tests.unit.worker_fixtures import isolated_settings  # noqa: F401
 from worker.celery_app import create_app
 from worker.redis_checks import UnsafeRedis, inspect_redis
-from worker.restore import RestoreHeldMessages, held_tags
+from worker.restore import RestoreHeldMessages
+from worker.transport import held_tags
 
 
 class FakeEncoder:
@@ -57,9 +61,10 @@ def test_semantic_worker_loads_strictly_with_capped_threads_and_warms_up(builds:
     settings = Settings(semantic_enabled=True, torch_threads=3, model_path="/models/minilm",
                         language_id=False, word_list_path="/data/words")
     context = worker.context.child_context(settings)
-    assert builds == [{"word_list_path": "/data/words", "language_id": False, "semantic": True,
-                       "model_path": "/models/minilm", "threads": 3, "strict": True,
-                       "word_list_required": True, "language_id_required": False}]
+    expected = {"word_list_path": "/data/words", "language_id": False, "semantic": True,
+                "model_path": "/models/minilm", "threads": 3, "strict": True,
+                "word_list_required": True, "language_id_required": False}
+    assert [{name: call.get(name) for name in expected} for call in builds] == [expected]
     assert context.resources.encoder.calls == [list(worker.context.WARM_UP_TEXTS)]
     assert os.environ["TOKENIZERS_PARALLELISM"] == "false"
     assert context.store.prefix == settings.key_prefix
@@ -235,3 +240,110 @@ def test_restore_step_keeps_what_it_could_not_restore_for_the_next_start() -> No
     again = FakeQoS([])
     step.start(_consumer(again))
     assert again.restored == ["t2"]
+
+
+# --------------------------------------------------------------------------- transport
+
+
+class StubChannel:
+    """Just what kombu's Redis QoS reads from its channel, on a fakeredis (or a dead) client."""
+
+    unacked_key, unacked_index_key = "unacked", "unacked_index"
+    unacked_mutex_key, unacked_mutex_expire, visibility_timeout, do_restore = "mutex", 300, 3600, True
+
+    def __init__(self, client: Any, attached: bool = True) -> None:
+        self.client = client
+        self.connection = SimpleNamespace(client=object()) if attached else None
+
+    @contextmanager
+    def conn_or_acquire(self, client: Any = None) -> Iterator[Any]:
+        yield self.client
+
+    def _do_restore_message(self, payload: Any, exchange: str, routing_key: str, pipe: Any,
+                            leftmost: bool = False) -> None:
+        pipe.rpush(routing_key, json.dumps(payload))
+
+
+class DeadRedis:
+    """Every command fails as if Redis had just gone away."""
+
+    def pipeline(self, *args: Any, **kwargs: Any) -> Any:
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        def fail(*args: Any, **kwargs: Any) -> Any:
+            raise redis.exceptions.ConnectionError("Connection closed by server.")
+        return fail
+
+
+def _message(tag: str) -> Any:
+    raw = {"body": tag, "headers": {}, "properties": {"delivery_tag": tag, "delivery_info": {}}}
+    return SimpleNamespace(delivery_info={"exchange": "", "routing_key": "chunking"}, _raw=raw)
+
+
+def test_a_message_taken_off_its_queue_as_redis_drops_is_put_back_on_reconnect() -> None:
+    from worker.transport import HoldingQoS
+
+    old = HoldingQoS(StubChannel(DeadRedis()))
+    old.restore_at_shutdown = False  # no restore attempt at interpreter exit
+    old.append(_message("t1"), "t1")  # BRPOP returned it, the unacked entry could not be written
+    assert held_tags(old) == ["t1"] and "t1" in old.unwritten
+    old.channel.connection = None  # the consumer closed the channel
+    live = fakeredis.FakeRedis()
+    current = HoldingQoS(StubChannel(live))
+    step = RestoreHeldMessages(_consumer(FakeQoS([])))
+    step.previous = [old]
+    step.start(_consumer(current))
+    assert [json.loads(item)["body"] for item in live.lrange("chunking", 0, -1)] == ["t1"]
+    assert held_tags(old) == [] and old.unwritten == {}
+
+
+def test_acks_of_an_old_channel_go_through_its_successor() -> None:
+    from worker.transport import HoldingQoS
+
+    live = fakeredis.FakeRedis()
+    old = HoldingQoS(StubChannel(live))
+    old.append(_message("t1"), "t1")  # written: the unacked hash holds it
+    assert live.hexists("unacked", "t1")
+    old.channel.connection = None  # closed by the connection loss; the task still runs
+    old.successor = HoldingQoS(StubChannel(live))
+    old.ack("t1")
+    assert not live.hexists("unacked", "t1")
+    assert held_tags(old) == []
+
+
+def test_a_failed_ack_keeps_the_message_held_instead_of_crashing() -> None:
+    from worker.transport import HoldingQoS
+
+    live = fakeredis.FakeRedis()
+    qos = HoldingQoS(StubChannel(live))
+    qos.restore_at_shutdown = False
+    qos.append(_message("t1"), "t1")
+    qos.channel.client = DeadRedis()
+    qos.ack("t1")  # logged, not raised: the worker keeps running
+    assert held_tags(qos) == ["t1"]
+
+
+# --------------------------------------------------------------------------- serialization
+
+
+@pytest.mark.parametrize("body", [
+    '[[{"document_id": "d", "blocks": [{"block_id": "b", "type": "paragraph"}]}], {}, {}]',
+    '{"eta": {"__type__": "datetime", "__value__": "2026-01-02T03:04:05"}, "n": 1}',
+    b'{"a": [1, 2.5, null, true, "\\u00e9"]}',
+])
+def test_fast_json_decodes_exactly_like_kombu(body: Any) -> None:
+    from kombu.utils import json as kombu_json
+
+    from worker.serialization import loads
+
+    assert loads(body) == kombu_json.loads(body)
+
+
+def test_the_worker_app_decodes_json_bodies_with_the_fast_decoder(isolated_settings: str) -> None:  # noqa: F811
+    from kombu.serialization import registry
+
+    from worker.serialization import loads
+
+    create_app(Settings(word_list_path=None), main="serialization-test")
+    assert registry._decoders["application/json"] is loads

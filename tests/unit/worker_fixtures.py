@@ -55,6 +55,7 @@ def isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Iterato
     monkeypatch.setenv("LONGPARSER_WORD_LIST_PATH", "")
     monkeypatch.setenv("LONGPARSER_STORE_RETRY_WINDOW", "1")
     monkeypatch.setenv("LONGPARSER_SUBMIT_RETRY_WINDOW", "1")
+    monkeypatch.setenv("LONGPARSER_PROGRESS_MIN_BLOCKS", "0")  # every document reports progress here
     get_settings.cache_clear()
     yield prefix
     get_settings.cache_clear()
@@ -91,6 +92,8 @@ def eager(context: WorkerContext, monkeypatch: pytest.MonkeyPatch) -> Iterator[l
     app.context = context
     monkeypatch.setattr(tasks.chunk.chunk_document, "update_state",
                         lambda state=None, meta=None, **_: calls.append((state, meta)))
+    # No result backend in unit tests (eager Celery would store failure states there).
+    monkeypatch.setattr(tasks.chunk.chunk_document, "store_errors_even_if_ignored", False)
     yield calls
     app.conf.task_always_eager, app.conf.task_eager_propagates, app.context = saved
 
