@@ -47,6 +47,7 @@ class TokenizerUnavailable(ResourceUnavailable):
 # whitespace); BertPreTokenizer on ASCII: words end at whitespace and every ASCII punctuation
 # character is a word of its own.
 _ASCII_CONTROLS = bytes([b for b in range(0x20) if chr(b) not in "\t\n\r"] + [0x7F])
+_HAS_CONTROL = re.compile("[" + re.escape(_ASCII_CONTROLS.decode("ascii")) + "]")
 _ASCII_WORDS = re.compile(r"[!-/:-@\[-`{-~]|[^\t\n\r !-/:-@\[-`{-~]+")
 MEMO_LIMIT = 500_000  # distinct words remembered per process before the memo starts again
 
@@ -81,8 +82,9 @@ class ModelTokenCounter:
         self.pieces = _WordPieces(tokenizer.model)
 
     def _ascii_units(self, text: str) -> int:
-        cleaned = text.encode("ascii").translate(None, _ASCII_CONTROLS).decode("ascii").lower()
-        return sum(map(self.pieces.__getitem__, _ASCII_WORDS.findall(cleaned)))
+        if _HAS_CONTROL.search(text):
+            text = text.encode("ascii").translate(None, _ASCII_CONTROLS).decode("ascii")
+        return sum(map(self.pieces.__getitem__, _ASCII_WORDS.findall(text.lower())))
 
     def measure(self, texts: Sequence[str]) -> list[int]:
         units = [self._ascii_units(text) if text.isascii() else -1 for text in texts]
