@@ -260,6 +260,38 @@ def linearity_child(seed: int, repeat: int, word_list: str | None) -> dict[str, 
     return {"t_small": best_small, "t_large": best_large}
 
 
+STRICT_CONFIG = {"max_tokens": 256, "min_tokens": 50, "strict_max_tokens": True, "token_counter": "model"}
+
+
+def strict_child(n: int, seed: int, repeat: int, word_list: str | None) -> dict[str, Any]:
+    """Strict mode with the model's own tokenizer against the default mode, in one process.
+
+    Both modes chunk the same dicts with the same scoring resources, alternated round by round
+    (best CPU time of each), so the ratio holds on a busy machine. The model counter's word
+    memo is warm after the first round, as it is in a worker after its first document.
+    """
+    from dataclasses import replace
+
+    from loaders.tokenizer import load_model_counter
+    from longparser import chunk_blocks
+
+    resources, _ = _resources(word_list, False)
+    strict_resources = replace(resources, model_counter=load_model_counter())
+    blocks = _stream(n, seed)
+    chunk_blocks(gen_blocks.generate(WARMUP_BLOCKS, seed), STRICT_CONFIG, strict_resources)
+
+    def timed(config: dict[str, Any] | None, res: Any) -> float:
+        start = time.process_time()
+        len(chunk_blocks(blocks, config, res).chunks)
+        return time.process_time() - start
+
+    best_default, best_strict = float("inf"), float("inf")
+    for _ in range(max(3, repeat)):
+        best_default = min(best_default, timed(None, resources))
+        best_strict = min(best_strict, timed(STRICT_CONFIG, strict_resources))
+    return {"blocks": n, "t_default": best_default, "t_strict": best_strict}
+
+
 def _child_json(command: list[str], what: str) -> dict[str, Any]:
     proc = subprocess.run([sys.executable, __file__, *command], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
@@ -320,6 +352,17 @@ def _verdict(ratio: float) -> str:
     return "floor met" if ratio >= FLOOR_X else "BELOW FLOOR"
 
 
+def _strict_report(strict: dict[str, Any]) -> None:
+    n = strict["blocks"]
+    share = strict["t_default"] / strict["t_strict"]
+    print(
+        f"strict mode, model tokenizer, max_tokens 256 / min_tokens 50, {n:,} blocks: "
+        f"{n / strict['t_strict']:,.0f} blocks/s CPU against the default mode's "
+        f"{n / strict['t_default']:,.0f} "
+        f"in the same process: {share:.0%} (goal at least 40%)"
+    )
+
+
 def _report(
     figures: list[dict[str, Any]], references: dict[int, dict[str, Any]], linearity: dict[str, float] | None
 ) -> None:
@@ -356,10 +399,11 @@ def _report(
     if 10_000 in by_size and 100_000 in by_size:
         small, large = by_size[10_000], by_size[100_000]
         ratio, cpu_ratio = large["t_dicts"] / small["t_dicts"], large["cpu_dicts"] / small["cpu_dicts"]
-        verdict = "ok" if ratio <= MAX_LINEAR_RATIO else "NOT LINEAR"
+        # No verdict here: each process holds only its own stream, and Python runs slower in the
+        # larger heap whatever it computes; the one-process measurement below decides.
         print(
-            f"linearity, separate processes: t(100k) / t(10k) = {ratio:.2f} wall, {cpu_ratio:.2f} cpu "
-            f"(limit {MAX_LINEAR_RATIO}): {verdict}"
+            f"linearity, separate processes (no verdict: heaps of different sizes): t(100k) / t(10k) = "
+            f"{ratio:.2f} wall, {cpu_ratio:.2f} cpu"
         )
         if linearity is not None:
             same = linearity["t_large"] / linearity["t_small"]
@@ -424,9 +468,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference-child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--prepare-stream", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--linearity-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--strict-child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--no-strict-row", action="store_true", help="skip the 10k strict-mode row")
     args = parser.parse_args(argv)
     if args.linearity_child:
         print(json.dumps(linearity_child(args.seed, args.repeat, args.word_list or None)))
+        return 0
+    if args.strict_child is not None:
+        print(json.dumps(strict_child(args.strict_child, args.seed, args.repeat, args.word_list or None)))
         return 0
     if args.prepare_stream is not None:
         _prepare_stream(args.prepare_stream, args.seed)
@@ -461,6 +510,9 @@ def main(argv: list[str] | None = None) -> int:
         linearity = _child_json(["--linearity-child", "--seed", str(args.seed), "--repeat", str(args.repeat),
                                  "--word-list", args.word_list or ""], "linearity")
     _report(figures, references, linearity)
+    if not args.no_strict_row and 10_000 in args.sizes:
+        _strict_report(_child_json(["--strict-child", "10000", "--seed", str(args.seed), "--repeat",
+                                    str(args.repeat), "--word-list", args.word_list or ""], "strict"))
     return 0
 
 
