@@ -66,6 +66,41 @@ class Budget:
     def fits(self, draft: Draft) -> bool:
         return self.cost(draft) <= self.max_tokens
 
+    def prefix_room(self, draft: Draft, cap: int | None) -> int | None:
+        """With an additive counter, the most units a prefix put before ``draft`` may measure
+        (within ``cap`` tokens on its own, and in strict mode with ``draft`` within the maximum);
+        None when there is no limit or the counter is not additive (then texts are counted)."""
+        if not self.counter.additive or (cap is None and not self.strict):
+            return None
+        join = self.counter.join
+        base = [p.units for p in draft.parts]
+        if self.with_breadcrumb and (titles := breadcrumb(draft)):
+            base.append(self.measure(BREADCRUMB_SEPARATOR.join(titles)))
+
+        def ok(units: int) -> bool:
+            if cap is not None and join("", [units]) > cap:
+                return False
+            return not self.strict or join("", [*base, units]) <= self.max_tokens
+
+        low, high = -1, self.max_tokens  # a text of more units than max_tokens never fits
+        while low < high:  # the most units that are ok (counts grow with units)
+            middle = (low + high + 1) // 2
+            if ok(middle):
+                low = middle
+            else:
+                high = middle - 1
+        return low
+
+    def fits_units(self, units: list[int], path: tuple[str, ...]) -> bool | None:
+        """Whether pieces measuring ``units``, in a chunk of section ``path`` whose text does not
+        open with a heading, fit: decided from the units alone with an additive counter, None
+        otherwise (then build the draft and ask :meth:`fits`)."""
+        if not self.counter.additive:
+            return None
+        if self.with_breadcrumb and path:
+            units = [*units, self.measure(BREADCRUMB_SEPARATOR.join(path))]
+        return self.counter.join("", units) <= self.max_tokens
+
     def packer(self, draft_of: Callable[[T], Draft]) -> Callable[[T, int], bool]:
         """``fits(group, summed_tokens)`` for packing: DEC-04's per-block sum against the
         target, or (strict) the emitted count of the draft ``draft_of(group)`` against the

@@ -56,7 +56,11 @@ def _fitted(picked: list[Part], current: Draft, budget: Budget, cap: int | None)
     from a sentence start if one fits, else a word start.
     """
 
-    def allowed(text: str) -> bool:
+    room = budget.prefix_room(current, cap)
+
+    def allowed(text: str, units: int | None = None) -> bool:
+        if room is not None:  # an additive counter: the room is known in units
+            return (budget.measure(text) if units is None else units) <= room
         if cap is not None and budget.count(text) > cap:
             return False
         if not budget.strict:
@@ -68,7 +72,7 @@ def _fitted(picked: list[Part], current: Draft, budget: Budget, cap: int | None)
 
     while picked:
         text = OVERLAP_SEPARATOR.join([piece.text for piece in picked])
-        if allowed(text):
+        if allowed(text, sum(piece.units for piece in picked)):
             return text, picked
         if len(picked) == 1:
             break

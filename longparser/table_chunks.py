@@ -175,9 +175,19 @@ def _row_drafts(
                   band: list[int] | None = band) -> Draft:
             return draft_of(head, lines[i:j], units[i:j], (i + 1, j), band)
 
+        head_units = [budget.measure(head)] if head else []
+
+        def fits(i: int, j: int, summed: int, batch: Callable[[int, int], Draft] = batch,
+                 units: list[int] = units, head_units: list[int] = head_units) -> bool:
+            """Rows i..j-1 under the header line: DEC-04's sum, or (strict) the emitted count."""
+            if not budget.strict:
+                return summed <= budget.max_tokens
+            known = budget.fits_units([*head_units, sum(units[i:j])], section.path)
+            return budget.fits(batch(i, j)) if known is None else known
+
         start, held, running = 0, 0, 0
         for i in range(len(lines)):
-            if budget.strict and not budget.fits(batch(i, i + 1)):  # a row too long even alone
+            if budget.strict and not fits(i, i + 1, 0):  # a row too long even alone
                 if held:
                     drafts.append(batch(start, i))
                     held = 0
@@ -186,10 +196,7 @@ def _row_drafts(
                               for group, piece_head, line in _row_pieces(grid, cols, fmt, i + 1, budget,
                                                                          draft_of))
                 continue
-            if held and (held >= config.table_rows_per_chunk or not (
-                budget.fits(batch(start, i + 1)) if budget.strict
-                else running + tokens[i] <= budget.max_tokens
-            )):
+            if held and (held >= config.table_rows_per_chunk or not fits(start, i + 1, running + tokens[i])):
                 drafts.append(batch(start, i))
                 held = 0
             if held == 0:
