@@ -7,6 +7,15 @@ PIP := $(PY) -m pip
 # pip at a CPU-only index, e.g. TORCH_INDEX="--index-url https://download.pytorch.org/whl/cpu".
 TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX ?=
+# Encoder backends `make embeddings` also installs and exports from the pinned weights into the
+# user's cache (docs/encoders.md), e.g. ENCODER_BACKENDS="openvino"; empty: torch only.
+ENCODER_BACKENDS ?=
+EXPORTED_BACKENDS := $(filter-out torch,$(ENCODER_BACKENDS))
+# pip extra of each backend: onnx and onnx-int8 run on ONNX Runtime, openvino on OpenVINO
+BACKEND_EXTRAS := $(sort $(foreach b,$(EXPORTED_BACKENDS),$(if $(filter openvino,$(b)),openvino,onnx)))
+comma := ,
+empty :=
+space := $(empty) $(empty)
 
 .PHONY: run test test-real test-faults bench lint venv dev embeddings clean
 
@@ -27,6 +36,15 @@ $(VENV)/.embeddings: $(VENV)/.dev
 venv: $(VENV)/.dev
 dev: $(VENV)/.dev
 embeddings: $(VENV)/.embeddings
+ifneq ($(EXPORTED_BACKENDS),)
+	$(PIP) install -q -e '.[dev,embeddings-cpu,$(subst $(space),$(comma),$(BACKEND_EXTRAS))]'
+	$(PY) -m loaders.export $(addprefix --backend ,$(EXPORTED_BACKENDS))
+endif
+
+# The real-model suite's runtimes: every backend family, so test-real covers all four.
+$(VENV)/.backends: $(VENV)/.embeddings
+	$(PIP) install -q -e '.[dev,embeddings-cpu,onnx,openvino]'
+	touch $@
 
 # Starts a structural worker, submits the sample, prints the chunk summary, stops the worker.
 # Redis at LONGPARSER_BROKER_URL when one answers, else an embedded fakeredis TCP server.
@@ -45,9 +63,12 @@ test: $(VENV)/.dev
 test-faults: $(VENV)/.dev
 	LONGPARSER_FAULTS=1 $(PY) -m pytest tests/faults --no-cov -rA
 
-test-real: $(VENV)/.embeddings
+# Each backend is named, so one that cannot load fails; exports are built once per run into a
+# temporary cache (the suite's), never read from the user's.
+test-real: $(VENV)/.backends
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest tests/integration/test_real_embeddings.py \
-		--run-real-embeddings --no-cov
+		--run-real-embeddings --no-cov --encoder-backend torch --encoder-backend onnx \
+		--encoder-backend onnx-int8 --encoder-backend openvino
 
 # The reference chunker the engine is compared with in the same run: LongParser's own release on
 # PyPI, fetched as a wheel into bench-data/ (ignored by git, never imported by the service).

@@ -33,15 +33,32 @@ thread-count line is left out.
 ``--method`` picks the method of the end-to-end run (1) (default ``adjacent``, the default
 config).
 
+``--backend NAME`` (repeatable; ``all`` = every backend) runs (1)-(4) with that encoder backend
+(the first one named) and prints one table row per backend, torch first, all measured in this
+run (docs/encoders.md):
+
+* texts/s at 1 and 2 threads on the stream's embedded texts (the runtime's own encode, best of
+  ``--repeat``, backends alternated with torch so that noise hits them alike), and the ratio to
+  torch's;
+* agreement with torch on the labelled set (eval/boundaries_v1 dev + test, every text of every
+  document, 543 adjacent pairs): mean / min cosine to torch's vector of the same text, the
+  adjacent method's decisions at 0.3 that differ from torch's, and the pairs where the
+  recommended (cohesion) method places a boundary and torch's vectors do not, or the reverse;
+* the same two flip counts on the generated stream's sections (the decisions the pipeline makes).
+
+Exported backends are built into ``--cache-dir`` (default: the user's cache, as a worker does)
+on first use; the export time is printed.
+
 Usage:
     OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 .venv/bin/python bench/bench_semantic.py [--repeat 2] \\
-        [--method recommended]
+        [--method recommended] [--backend all]
     .venv/bin/python bench/bench_semantic.py --device cuda
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -57,6 +74,8 @@ import gen_blocks  # noqa: E402
 
 import longparser.pipeline as pipeline  # noqa: E402
 from loaders.encoder import SentenceTransformerEncoder, load_encoder  # noqa: E402
+from loaders.encoder_backends import BACKENDS, ExportedEncoder  # noqa: E402
+from loaders.encoder_backends import ENCODE_BATCH as EXPORTED_BATCH  # noqa: E402
 from longparser import Resources, chunk_blocks  # noqa: E402
 from longparser.boundary_methods import ALIASES, METHODS  # noqa: E402
 from longparser.semantic import section_boundaries  # noqa: E402
@@ -64,7 +83,10 @@ from schemas import ChunkingConfig  # noqa: E402
 
 OVERHEAD_TARGET = 0.20
 METHOD_TARGET = 0.05
+ADJACENT_THRESHOLD = 0.3  # the adjacent method's default cut-off
+LABELLED_SET = ROOT / "eval" / "boundaries_v1"
 Timing = tuple[float, float]  # (wall seconds, process CPU seconds)
+AnyEncoder = SentenceTransformerEncoder | ExportedEncoder
 
 
 def rss_mib() -> float:
@@ -78,7 +100,7 @@ def rss_mib() -> float:
 class RecordingEncoder:
     """Passes through to the real encoder and keeps the batches it was given."""
 
-    def __init__(self, inner: SentenceTransformerEncoder):
+    def __init__(self, inner: AnyEncoder):
         self.inner, self.name, self.weights_sha256 = inner, inner.name, inner.weights_sha256
         self.batches: list[list[str]] = []
 
@@ -97,8 +119,10 @@ def best(a: Timing, b: Timing) -> Timing:
     return min(a[0], b[0]), min(a[1], b[1])
 
 
-def model_encode(encoder: SentenceTransformerEncoder, texts: list[str]) -> Any:
-    """The model's own encode, with the arguments the production wrapper uses."""
+def model_encode(encoder: AnyEncoder, texts: list[str]) -> Any:
+    """The runtime's own encode, with the arguments the production wrapper uses (no windows)."""
+    if isinstance(encoder, ExportedEncoder):
+        return encoder._encode(texts)
     return encoder.model.encode(texts, convert_to_numpy=True, batch_size=64, show_progress_bar=False)
 
 
@@ -134,7 +158,7 @@ class CachedEncoder:
 
 
 def method_costs(
-    sections: list[list[str]], encoder: SentenceTransformerEncoder, repeat: int
+    sections: list[list[str]], encoder: AnyEncoder, repeat: int
 ) -> dict[str, Timing]:
     """Best-of timings of ``section_boundaries`` without the model, per method, per-section and
     with every text in one section."""
@@ -157,10 +181,12 @@ def method_costs(
 
 
 def measure(
-    blocks: list[Any], encoder: SentenceTransformerEncoder, texts: list[str], repeat: int, on_cpu: bool,
-    method: str = "adjacent",
+    blocks: list[Any], encoder: AnyEncoder, texts: list[str], repeat: int, on_cpu: bool,
+    method: str = "adjacent", encoder2: AnyEncoder | None = None,
 ) -> dict[str, Any]:
-    """Best-of timings of semantic chunking, pure encoding (1 and 2 threads) and structural chunking."""
+    """Best-of timings of semantic chunking, pure encoding (1 and 2 threads) and structural
+    chunking. ``encoder2``: the same backend loaded with 2 threads (torch: None, its threads
+    are switched in place)."""
     import torch
 
     semantic = {"use_semantic_chunking": True, "semantic_method": method}
@@ -171,11 +197,21 @@ def measure(
         encode = best(encode, timed(lambda: model_encode(encoder, texts)))
         structural = best(structural, timed(lambda: chunk_blocks(blocks, None, Resources())))
     if on_cpu:
-        torch.set_num_threads(2)
-        for _ in range(repeat):
-            encode2 = best(encode2, timed(lambda: model_encode(encoder, texts)))
-        torch.set_num_threads(1)
+        encode2 = two_threads(encoder2 or encoder, texts, repeat, torch)
     return {"chunk": chunk, "encode": encode, "encode2": encode2, "structural": structural}
+
+
+def two_threads(encoder: AnyEncoder, texts: list[str], repeat: int, torch: Any) -> Timing:
+    """Best-of pure encode with 2 threads (torch's thread count switched for the measurement)."""
+    timing = (float("inf"), float("inf"))
+    exported = isinstance(encoder, ExportedEncoder)
+    if not exported:
+        torch.set_num_threads(2)
+    for _ in range(repeat):
+        timing = best(timing, timed(lambda: model_encode(encoder, texts)))
+    if not exported:
+        torch.set_num_threads(1)
+    return timing
 
 
 def report_methods(costs: dict[str, Timing], encode: Timing, on_cpu: bool) -> bool:
@@ -203,7 +239,8 @@ def report(args: argparse.Namespace, facts: dict[str, Any], t: dict[str, Timing]
         f"texts: {facts['packable']} non-blank packable texts, {n} distinct texts embedded in one batch, "
         f"{facts['boundaries']} semantic boundaries"
     )
-    print(f"torch {facts['torch']}, 1 thread, best of {args.repeat}; load average {os.getloadavg()[0]:.2f}")
+    print(f"encoder backend {facts['backend']} ({facts['model']}); torch {facts['torch']}, 1 thread, "
+          f"best of {args.repeat}; load average {os.getloadavg()[0]:.2f}")  # fmt: skip
     print(f"{'':28} {'wall ms':>10} {'cpu ms':>10}")
     for label, key in [
         ("semantic chunk_blocks", "chunk"),
@@ -218,7 +255,8 @@ def report(args: argparse.Namespace, facts: dict[str, Any], t: dict[str, Timing]
         f"(target < {OVERHEAD_TARGET:.0%}, on {'CPU' if on_cpu else 'wall'} time, device "
         f"{args.device}): {'PASS' if passed else 'FAIL'}"
     )
-    print(f"model load + warm-up: {facts['load_s']:.2f} s")
+    print(f"model load + warm-up: {facts['load_s']:.2f} s (torch reference), {facts['backend_load_s']:.2f} s "
+          f"({facts['backend']}, export included when there was none)")  # fmt: skip
     print(
         f"RSS: {facts['rss_before']:.0f} MiB before loading (torch imported), "
         f"{facts['rss_loaded']:.0f} MiB with the model loaded"
@@ -233,6 +271,102 @@ def report(args: argparse.Namespace, facts: dict[str, Any], t: dict[str, Timing]
     return passed
 
 
+def labelled_documents() -> list[dict[str, Any]]:
+    """The labelled set's dev and test documents (texts only are used: no label is read)."""
+    documents: list[dict[str, Any]] = []
+    for split in ("dev", "test"):
+        documents += json.loads((LABELLED_SET / f"{split}.json").read_text(encoding="utf-8"))
+    return documents
+
+
+def decisions(sections: list[list[str]], vectors: CachedEncoder) -> tuple[list[bool], list[bool]]:
+    """Per adjacent pair of every section: a boundary or not, adjacent at 0.3 and recommended."""
+    recommended = ChunkingConfig(semantic_method="recommended").semantic_method_args()
+    adjacent_cuts, cohesion_cuts = [], []
+    for section in sections:
+        (found,), _ = section_boundaries([section], vectors, ADJACENT_THRESHOLD)
+        (cohesion,), _ = section_boundaries([section], vectors, ADJACENT_THRESHOLD, **recommended)
+        adjacent_cuts += [i in found for i in range(1, len(section))]
+        cohesion_cuts += [i in cohesion for i in range(1, len(section))]
+    return adjacent_cuts, cohesion_cuts
+
+
+def flips(ours: tuple[list[bool], list[bool]], theirs: tuple[list[bool], list[bool]]) -> tuple[int, int, int]:
+    """(adjacent flips, recommended flips, pairs)."""
+    count = [sum(a != b for a, b in zip(m, t, strict=True)) for m, t in zip(ours, theirs, strict=True)]
+    return count[0], count[1], len(ours[0])
+
+
+def agreement(
+    encoder: AnyEncoder, reference: AnyEncoder, labelled: list[list[str]], stream: list[list[str]]
+) -> dict[str, Any]:
+    """Cosine to torch on the labelled texts; decisions flipped on the labelled set and the stream."""
+    import numpy as np
+
+    texts = list(dict.fromkeys(t for section in [*labelled, *stream] for t in section if t.strip()))
+    ours, theirs = np.asarray(encoder.encode(texts)), np.asarray(reference.encode(texts))
+    labelled_rows = [texts.index(t) for t in dict.fromkeys(t for s in labelled for t in s if t.strip())]
+    a, b = ours[labelled_rows], theirs[labelled_rows]
+    cosines = np.einsum("ij,ij->i", a, b) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    mine, torch_cached = CachedEncoder(texts, ours), CachedEncoder(texts, theirs)
+    return {
+        "cosine": (float(cosines.mean()), float(cosines.min())),
+        "labelled": flips(decisions(labelled, mine), decisions(labelled, torch_cached)),
+        "stream": flips(decisions(stream, mine), decisions(stream, torch_cached)),
+    }
+
+
+def load_backend(name: str, threads: int, args: argparse.Namespace) -> tuple[AnyEncoder, float]:
+    """The backend's encoder and its load time (export included when there was none)."""
+    started = time.perf_counter()
+    encoder = load_encoder(threads=threads, device=args.device if name == "torch" else "cpu", backend=name,
+                           cache_dir=args.cache_dir)  # fmt: skip
+    model_encode(encoder, ["warm-up sentence", "another warm-up sentence"])
+    return encoder, time.perf_counter() - started
+
+
+def backend_table(
+    args: argparse.Namespace, reference: AnyEncoder, texts: list[str], stream: list[list[str]]
+) -> None:
+    """One row per backend (torch first): speed at 1 and 2 threads vs torch, and agreement."""
+    import torch
+
+    labelled = [document["blocks"] for document in labelled_documents()]
+    names = ["torch", *(name for name in args.backend if name != "torch")]
+    encoders = {name: load_backend(name, 1, args)[0] if name != "torch" else reference for name in names}
+    one = {name: (float("inf"), float("inf")) for name in names}
+    for _ in range(args.repeat):  # alternated: noise hits every backend alike
+        for name, encoder in encoders.items():
+            one[name] = best(one[name], timed(lambda encoder=encoder: model_encode(encoder, texts)))
+    two = {}
+    for name in names:
+        encoder2 = load_backend(name, 2, args)[0] if name != "torch" else reference
+        two[name] = two_threads(encoder2, texts, args.repeat, torch)
+    # torch at the exported backends' batch size: not the service's path (its batch stays 64),
+    # shown so that the speed-up from the smaller batch is not credited to the runtime
+    small = (float("inf"), float("inf"))
+    for _ in range(args.repeat):
+        small = best(small, timed(lambda: reference.model.encode(
+            texts, convert_to_numpy=True, batch_size=EXPORTED_BATCH, show_progress_bar=False)))  # fmt: skip
+    n = len(texts)
+    print(f"\nbackends: {n} stream texts per encode, best of {args.repeat}; agreement with torch on "
+          f"eval/boundaries_v1 dev+test and on the stream's sections")  # fmt: skip
+    print("| backend | texts/s, 1 thread | vs torch | texts/s, 2 threads | vs torch | cosine to torch, "
+          "mean / min | adjacent flips at 0.3 | recommended flips | stream: adjacent / recommended flips |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in names:
+        facts = agreement(encoders[name], reference, labelled, stream)
+        (mean, low), (adj, rec, pairs) = facts["cosine"], facts["labelled"]
+        stream_adj, stream_rec, stream_pairs = facts["stream"]
+        label = encoders[name].name.removeprefix("sentence-transformers/")
+        speed1 = f"{n / one[name][0]:.1f} | {one['torch'][0] / one[name][0]:.2f}x"
+        speed2 = f"{n / two[name][0]:.1f} | {two['torch'][0] / two[name][0]:.2f}x"
+        flipped = f"{adj} of {pairs} | {rec} of {pairs} | {stream_adj} / {stream_rec} of {stream_pairs}"
+        print(f"| {label} | {speed1} | {speed2} | {mean:.5f} / {low:.5f} | {flipped} |")
+    print(f"| torch at batch {EXPORTED_BATCH} (not the service's batch of 64) | {n / small[0]:.1f} | "
+          f"{one['torch'][0] / small[0]:.2f}x | | | | | | |")  # fmt: skip
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--blocks", type=int, default=1000)
@@ -240,19 +374,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu", help="torch device (default cpu, the production setting)")
     parser.add_argument("--method", default="adjacent", choices=sorted([*METHODS, *ALIASES]),
                         help="semantic_method of the end-to-end run (default adjacent)")
+    parser.add_argument("--backend", action="append", choices=[*BACKENDS, "all"],
+                        help="encoder backend (repeatable; all = every one): the first runs the "
+                        "end-to-end measurement, each gets a row of the backend table (default torch)")
+    parser.add_argument("--cache-dir", default=None, help="exported backends (default: the user's cache)")
     args = parser.parse_args(argv)
+    named = args.backend or ["torch"]
+    args.backend = list(BACKENDS) if "all" in named else list(dict.fromkeys(named))
 
     import torch  # before the RSS baseline, so that "loaded" minus "before" is the model
 
     blocks = gen_blocks.generate(args.blocks)
     rss_before = rss_mib()
     load_start = time.perf_counter()
-    encoder = load_encoder(threads=1, device=args.device)
-    model_encode(encoder, ["warm-up sentence", "another warm-up sentence"])
+    reference = load_encoder(threads=1, device=args.device)
+    model_encode(reference, ["warm-up sentence", "another warm-up sentence"])
     load_s = time.perf_counter() - load_start
+    primary, backend_load_s = reference, load_s
+    if args.backend[0] != "torch":
+        primary, backend_load_s = load_backend(args.backend[0], 1, args)
     rss_loaded = rss_mib()
 
-    recorder = RecordingEncoder(encoder)
+    recorder = RecordingEncoder(primary)
     config = {"use_semantic_chunking": True, "semantic_method": args.method}
     result, sections = capture_run(blocks, config, recorder)  # also the warm-up
     (texts,) = recorder.batches
@@ -262,15 +405,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         "embedded": result.stats.semantic.texts_embedded,
         "boundaries": result.stats.semantic.boundaries,
         "torch": torch.__version__,
+        "backend": args.backend[0],
+        "model": primary.name,
         "load_s": load_s,
+        "backend_load_s": backend_load_s,
         "rss_before": rss_before,
         "rss_loaded": rss_loaded,
     }
     on_cpu = args.device == "cpu"
-    timings = measure(blocks, encoder, texts, args.repeat, on_cpu, args.method)
+    encoder2 = load_backend(args.backend[0], 2, args)[0] if args.backend[0] != "torch" and on_cpu else None
+    timings = measure(blocks, primary, texts, args.repeat, on_cpu, args.method, encoder2)
     passed = report(args, facts, timings)
-    costs = method_costs(sections[0], encoder, args.repeat)
+    costs = method_costs(sections[0], primary, args.repeat)
     passed &= report_methods(costs, timings["encode"], on_cpu)
+    if on_cpu and args.backend != ["torch"]:
+        stream = [[text for text in section if text.strip()] for section in sections[0]]
+        backend_table(args, reference, texts, [section for section in stream if len(section) > 1])
     return 0 if passed else 1
 
 

@@ -26,6 +26,8 @@ def build_resources(
     language_id_required: bool = False,
     model_counter: bool = True,
     expected_sha256: str = PINNED_SHA256,
+    encoder_backend: str = "torch",
+    encoder_cache_dir: str | os.PathLike[str] | None = None,
 ) -> Resources:
     """Load the resources a process hands to the engine.
 
@@ -41,6 +43,10 @@ def build_resources(
         model_counter: load the model's token counter (for requests with ``token_counter:
             "model"``); a failure is recorded, and each such request is refused with it.
         expected_sha256: the weights pin (tests substitute the digest of a fake file).
+        encoder_backend: which runtime embeds (``torch``, ``onnx``, ``onnx-int8``, ``openvino``;
+            docs/encoders.md); a backend that cannot load is an encoder problem like any other,
+            never a fall-back to torch.
+        encoder_cache_dir: where exported backends are kept (None: the user's cache directory).
 
     Raises:
         loaders.errors.ResourceUnavailable: a required resource cannot be loaded.
@@ -48,7 +54,13 @@ def build_resources(
     encoder, encoder_error = None, None
     if semantic:
         try:
-            encoder = load_encoder(model_path, threads=threads, expected_sha256=expected_sha256)
+            encoder = load_encoder(
+                model_path,
+                threads=threads,
+                expected_sha256=expected_sha256,
+                backend=encoder_backend,
+                cache_dir=encoder_cache_dir,
+            )
         except EncoderUnavailable as exc:
             if strict:
                 raise

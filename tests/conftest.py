@@ -33,6 +33,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="torch device the real-model suite loads the model on (default cpu, the production "
         "setting; e.g. cuda for a one-off measurement on a GPU machine)",
     )
+    parser.addoption(
+        "--encoder-backend",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="encoder backend the real-model suite runs with (repeatable: torch, onnx, onnx-int8, "
+        "openvino); a backend named here that cannot load fails. Default: torch and every backend "
+        "whose runtime is installed (docs/encoders.md)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

