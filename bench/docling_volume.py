@@ -124,17 +124,19 @@ def engine_run(paths: list[Path], config: dict[str, Any], model_dir: Path) -> di
     """Volume and defect figures of our engine, per fixture."""
     sys.path[:0] = [str(ROOT)]
     from loaders.docling import convert_docling
-    from longparser import chunk_blocks
+    from loaders.tokenizer import load_model_counter
+    from longparser import Resources, chunk_blocks
 
+    resources = Resources(model_counter=load_model_counter())
     full, bare = token_counters(model_dir)
     out: dict[str, Any] = {}
     for path in paths:
         data = json.loads(path.read_text(encoding="utf-8"))
         blocks = convert_docling(data).blocks
-        result = chunk_blocks(blocks, config, document_id=path.name)
+        result = chunk_blocks(blocks, config, resources, document_id=path.name)
         chunks = result.chunks
         sizes = [full(chunk.text) for chunk in chunks]
-        figures = volume((chunk.text for chunk in chunks), full)
+        figures = volume((chunk.embed_text or chunk.text for chunk in chunks), full)
         figures["over_by_type"] = count_by(chunk.chunk_type for chunk, size in zip(chunks, sizes, strict=True)
                                            if size > WINDOW)
         figures["chunks_by_type"] = count_by(chunk.chunk_type for chunk in chunks)

@@ -4,10 +4,9 @@
 
 Backend choice (``auto``): the Redis at ``LONGPARSER_BROKER_URL`` when it answers PING within
 0.5 s, else an embedded Redis-protocol server (``fakeredis.TcpFakeServer``) on a free loopback
-port inside this process, so nothing has to be installed. The embedded server was chosen over
-kombu's filesystem transport after measuring both (see README / worker-interface notes): it
-runs the very same Redis transport, result backend and result-store code as production, and it
-carried 50 tasks and a SIGKILL redelivery correctly, 3x faster than filesystem + file backend.
+port inside this process, so nothing has to be installed. The embedded server rather than
+kombu's filesystem transport: it runs the very same Redis transport, result backend and
+result-store code as production, redelivery after a killed child included.
 
 The demo uses a private queue ``demo-<id>`` so it never takes work from, or gives work to, a
 real fleet on the same Redis. The worker it starts is always stopped (SIGTERM to its process
@@ -40,10 +39,10 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_INPUT = ROOT / "examples" / "sample_document.json"
 LOG_DIR = ROOT / "var"
 STOP_GRACE_S = 10.0
-# The embedded fakeredis server dropped the worker's connection on a ~5.7 MB task message (2.8 MB
-# was fine; real Redis carries the full 16 MiB default). On the embedded backend the demo caps the
-# payload size well below that, so an oversized input is refused up front with a clear
-# PayloadTooLarge instead of a task that silently never runs.
+# The embedded fakeredis server drops a worker's connection on task messages of a few MB (real
+# Redis carries the full 16 MiB default). On the embedded backend the demo caps the payload size
+# well below that, so an oversized input is refused up front with a clear PayloadTooLarge
+# instead of a task that silently never runs.
 EMBEDDED_MAX_PAYLOAD_BYTES = 2 * 1024 * 1024
 
 

@@ -12,9 +12,12 @@
 2. **Chunking** through the real engine (:func:`longparser.chunk_blocks`) with the config
    (``-c``; defaults otherwise), the pinned encoder passed in when the config asks for semantic
    chunking.
-3. **Ranking.** Chunks (``text``: overlap context included, as a retriever would embed them)
-   and questions are embedded with the pinned model in one batch; for each question every
-   chunk of every long document is ranked by cosine, ties in chunk order.
+   With ``--headings TITLES.json`` every labelled segment opens with its title instead,
+   a heading whose section the segment is.
+3. **Ranking.** Chunks (``text``: overlap context included, as a retriever would embed them;
+   with ``--embed embed_text`` their breadcrumb and text) and questions are embedded with the
+   pinned model in one batch; for each question every chunk of every long document is ranked
+   by cosine, ties in chunk order.
 4. **Context.** Exactly ``--budget`` tokens for every configuration: chunks are read
    best-first, each as the blocks whose text it carries (overlap context, then its
    ``block_ids``), blocks taken whole while they fit, and the first block that does not fit is
@@ -63,20 +66,41 @@ def long_documents(documents: Sequence[LabelledDocument], group_size: int) -> li
     return [list(documents[j::count]) for j in range(count)]
 
 
-def section_blocks(group: Sequence[LabelledDocument]) -> list[dict[str, Any]]:
-    """One long document's blocks: paragraphs, no headings, no hierarchy (one section)."""
-    return [
-        {"block_id": block_id(doc, i), "type": "paragraph", "text": text}
-        for doc in group
-        for i, text in enumerate(doc.blocks)
-    ]
+Headings = dict[str, list[str]]  # document id -> one title per labelled segment
+
+
+def heading_id(document: LabelledDocument, segment: int) -> str:
+    return f"{document.id}#h{segment}"
+
+
+def section_blocks(
+    group: Sequence[LabelledDocument], headings: Headings | None = None
+) -> list[dict[str, Any]]:
+    """One long document's blocks: paragraphs with no headings and no hierarchy (one section);
+    with ``headings``, every labelled segment opens with its title, a heading whose section it
+    is (hierarchy path ``[title]``)."""
+    blocks: list[dict[str, Any]] = []
+    for doc in group:
+        starts = [0, *doc.boundaries]
+        for i, text in enumerate(doc.blocks):
+            path: list[str] = []
+            if headings is not None:
+                segment = sum(1 for start in starts if start <= i) - 1
+                path = [headings[doc.id][segment]]
+                if i == starts[segment]:
+                    blocks.append({"block_id": heading_id(doc, segment), "type": "heading",
+                                   "text": path[0], "hierarchy_path": path})
+            blocks.append({"block_id": block_id(doc, i), "type": "paragraph", "text": text,
+                           "hierarchy_path": path})
+    return blocks
 
 
 def chunk_groups(
-    groups: Sequence[Sequence[LabelledDocument]], config: ChunkingConfig, resources: Resources
+    groups: Sequence[Sequence[LabelledDocument]], config: ChunkingConfig, resources: Resources,
+    headings: Headings | None = None,
 ) -> list[ChunkResult]:
     return [
-        chunk_blocks(section_blocks(group), config, resources, document_id=f"long-{j}")
+        chunk_blocks(section_blocks(group, headings), config, resources, document_id=f"long-{j}")
         for j, group in enumerate(groups)
     ]
 
@@ -140,19 +164,31 @@ def score_question(
 
 def evaluate_retrieval(
     documents: Sequence[LabelledDocument], config: ChunkingConfig, encoder: Encoder, budget: int,
-    group_size: int, model_counter: TokenCounter | None = None,
+    group_size: int, model_counter: TokenCounter | None = None, headings: Headings | None = None,
+    embed: str = "text",
 ) -> dict[str, Any]:
-    """The whole report (see the module docstring); tokens are counted by the config's counter."""
+    """The whole report (see the module docstring); tokens are counted by the config's counter.
+
+    ``headings``: titles of the labelled segments, each put before its segment as a heading
+    (else no headings); ``embed``: what is embedded for ranking, ``text`` or ``embed_text``
+    (the breadcrumb and the text, with ``heading_context``).
+    """
     groups = long_documents(documents, group_size)
     semantic_encoder = encoder if config.use_semantic_chunking else None
     resources = Resources(encoder=semantic_encoder, model_counter=model_counter)
     counter = select_counter(config.token_counter, resources)
-    results = chunk_groups(groups, config, resources)
+    results = chunk_groups(groups, config, resources, headings)
     chunks = [chunk for result in results for chunk in result.chunks]
     block_tokens = {block_id(d, i): count(counter, t) for d in documents for i, t in enumerate(d.blocks)}
     block_source = {block_id(d, i): d.id for d in documents for i in range(len(d.blocks))}
+    for d in documents if headings is not None else ():
+        for segment, title in enumerate(headings[d.id]):
+            block_tokens[heading_id(d, segment)] = count(counter, title)
+            block_source[heading_id(d, segment)] = d.id
     asked = [(d, q) for d in documents for q in d.questions]
-    orders = rank_chunks(encoder, [q.question for _, q in asked], [c.text for c in chunks])
+    embedded = [c.embed_text if embed == "embed_text" and c.embed_text is not None else c.text
+                for c in chunks]
+    orders = rank_chunks(encoder, [q.question for _, q in asked], embedded)
     per_question = [
         {"document": d.id, "question": q.question, "answer_block_id": block_id(d, q.answer_block),
          **score_question(order, chunks, block_id(d, q.answer_block), d.id, budget, block_tokens,
@@ -162,6 +198,8 @@ def evaluate_retrieval(
     n = len(per_question)
     return {
         "budget": budget,
+        "embedded": embed,
+        "headings": headings is not None,
         "token_counter": COUNTER_NAMES.get(counter.name, counter.name),
         "group_size": group_size,
         "long_documents": len(groups),
@@ -198,6 +236,20 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def read_headings(path: str, documents: Sequence[LabelledDocument]) -> Headings:
+    """Segment titles: a JSON object of document id -> one title per labelled segment."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise CommandError(2, f"cannot read headings {path}: {exc}") from None
+    for doc in documents:
+        titles = data.get(doc.id) if isinstance(data, dict) else None
+        if not isinstance(titles, list) or len(titles) != len(doc.boundaries) + 1:
+            raise CommandError(2, f"{path}: document {doc.id!r} needs {len(doc.boundaries) + 1} titles")
+    return {doc.id: data[doc.id] for doc in documents}
+
+
 def run_evaluate_retrieval(args: argparse.Namespace) -> int:
     """CLI entry point; see the module docstring for the exit statuses."""
     try:
@@ -209,6 +261,10 @@ def run_evaluate_retrieval(args: argparse.Namespace) -> int:
         documents = read_labelled(args.labelled)
         if not any(d.questions for d in documents):
             raise CommandError(2, f"{args.labelled}: no document has questions")
+        headings = read_headings(args.headings, documents) if getattr(args, "headings", None) else None
+        embed = getattr(args, "embed", "text")
+        if embed == "embed_text" and not config.heading_context:
+            raise CommandError(2, "--embed embed_text needs heading_context in the config")
         encoder = encoder_for(args)
         model_counter = None
         if config.token_counter == "model":
@@ -223,7 +279,8 @@ def run_evaluate_retrieval(args: argparse.Namespace) -> int:
         "method": method_parameters(config)["method"],
         "model": encoder.name,
         "weights_sha256": encoder.weights_sha256,
-        **evaluate_retrieval(documents, config, encoder, args.budget, args.group_size, model_counter),
+        **evaluate_retrieval(documents, config, encoder, args.budget, args.group_size, model_counter,
+                             headings, embed),
     }
     print(json.dumps(report, indent=2) if args.json else format_report(report))
     return 0

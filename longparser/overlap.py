@@ -5,7 +5,7 @@ paragraphs of the draft right before it (chunk order), when both are in the same
 neither is a table/table_schema draft. Primary ids and pages do not change; the copied ids go
 to metadata ``overlap_block_ids`` and ``overlap_with_previous`` is set.
 
-Decisions where SPEC is silent:
+Decisions (docs/chunking.md has the rules):
 
 * Candidates are the previous draft's last N primary blocks, taken from the end while they
   are ``paragraph`` blocks (a trailing heading, list item or caption stops the walk: it is not

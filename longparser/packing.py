@@ -10,8 +10,8 @@ closed chunk moves into the new chunk when it is a ``paragraph`` (the sentence t
 introduces the formula) and the closed chunk keeps at least one block. Page numbers and
 block ids are derived from the blocks each chunk finally holds (build.py), so a paragraph on
 page 3 glued to an equation on page 4 gives the new chunk pages [3, 4] and takes page 3 away
-from the closed chunk when none of its remaining blocks is on page 3 (the regression this
-design prevents). Decision: the glued chunk may exceed the target (paragraph + equation), like
+from the closed chunk when none of its remaining blocks is on page 3 (provenance follows the
+blocks, whichever way they move). Decision: the glued chunk may exceed the target (paragraph + equation), like
 the other DEC-04 exceptions.
 
 Heading glue (a heading belongs to what follows it): when a new chunk starts, headings at

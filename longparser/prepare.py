@@ -6,7 +6,7 @@ a slotted object is several times cheaper than on a model, and re-tagging a reco
 mutate the caller's Block or dict). prepare reads each block's fields as
 :mod:`longparser.intake` hands them over (validated, Block's defaults applied).
 
-Decisions where SPEC is silent:
+Decisions (docs/chunking.md has the rules):
 
 * Exclusions run before equation detection, so the "previous text" handed to the detector
   is the previous *kept* block (a page footer between a lead-in and its formula must not
@@ -32,7 +32,7 @@ from schemas import Block, ChunkingConfig
 
 _SEPARATOR_CHARS = frozenset("_-=.·•") | frozenset(chr(c) for c in range(0x2500, 0x2580))
 # A block whose text starts with one of these is neither blank nor separator-only: unless it is a
-# header/footer, it is kept without calling exclusion_reason (the usual block: ~5% of prepare).
+# header/footer, it is kept without calling exclusion_reason (the usual block).
 _KEPT_FIRST_CHARS = frozenset(string.ascii_letters + string.digits)
 _HEADER_FOOTER = frozenset({"header", "footer"})
 

@@ -148,8 +148,8 @@ class HoldingQoS(kombu_redis.QoS):
 
 class ReusedClient:
     """kombu builds a new ``redis.Redis`` for every command outside a pipeline it is given (the
-    ack, the unacked entry, each task event): about 0.25 ms of CPU each, five per task in the
-    worker parent. One client per channel, on the channel's own pool, does the same."""
+    ack, the unacked entry, each task event): several per task in the worker parent, each with a
+    real cost. One client per channel, on the channel's own pool, does the same."""
 
     @cached_property
     def _reused_client(self) -> Any:

@@ -1,4 +1,4 @@
-"""Real-model group (SPEC section 5): the pinned all-MiniLM-L6-v2 on the CPU, opt-in.
+"""Real-model group (docs/testing.md): the pinned all-MiniLM-L6-v2 on the CPU, opt-in.
 
 Run: ``OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 .venv/bin/python -m pytest
 tests/integration/test_real_embeddings.py --run-real-embeddings --no-cov`` (``make test-real``).

@@ -7,7 +7,7 @@ without resources):
 * nothing is lost: every kept block's text appears (whitespace-normalised, see
   :func:`norm`) in a chunk that lists the block among its sources; for a table with cells,
   every non-empty cell text does;
-* exclusions match SPEC 3.2 (header/footer when enabled, blank, separator-only) and are
+* exclusions match docs/chunking.md (header/footer when enabled, blank, separator-only) and are
   counted in the stats;
 * chunks are in reading order (by first primary block), each chunk's block ids are in
   reading order without repeats, exist in the input and were not excluded;
@@ -91,7 +91,7 @@ def norm(text: str) -> str:
 
 
 def expected_exclusion(block: dict[str, Any], exclude_headers_footers: bool) -> str | None:
-    """SPEC 3.2, independently of the engine: why a block is excluded, or None."""
+    """docs/chunking.md (exclusions), independently of the engine: why a block is excluded, or None."""
     if exclude_headers_footers and block["type"] in ("header", "footer"):
         return block["type"]
     table = block.get("table")

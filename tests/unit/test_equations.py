@@ -1,6 +1,6 @@
 """Equation detection (plan case B13, detection part): positives, prose negatives, each signal's
-exact points (worked out by hand from SPEC 3.1 and longparser/equations.py), and the re-tag in
-the pipeline.
+exact points (worked out by hand from docs/chunking.md and longparser/equations.py), and the
+re-tag in the pipeline.
 """
 
 from __future__ import annotations

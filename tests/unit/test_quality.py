@@ -1,5 +1,5 @@
 """Quality scores (plan case B14): confidence weighting, noise, dictionary coverage, language
-ID, sentence-end bonus, caps and clamps (exact values worked out by hand from SPEC 3.9 and
+ID, sentence-end bonus, caps and clamps (exact values worked out by hand from docs/chunking.md (quality) and
 longparser/quality.py), and the components stored by the pipeline.
 """
 
