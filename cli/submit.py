@@ -1,8 +1,12 @@
 """``longparser submit`` and ``longparser result``: the producer client on the command line.
 
-* ``submit INPUT [-c CONFIG] [--wait] [--timeout S] [--semantic]`` - INPUT in any shape
-  ``longparser chunk`` accepts; the document id comes from the input, else from the file name.
-  Prints the job handle as JSON; with ``--wait`` prints the result JSON instead.
+* ``submit INPUT [-c CONFIG] [config flags] [--wait] [--timeout S]`` - INPUT in any shape
+  ``longparser chunk`` accepts, a DoclingDocument included (converted here, on the producer
+  side: the worker receives a ChunkRequest); the document id comes from the input, else from
+  the file name. The config flags are ``chunk``'s (``--max-tokens``, ``--min-tokens``,
+  ``--token-counter``, ``--strict``, ``--heading-context``, ``--semantic``) and win over ``-c``.
+  Prints the job handle as JSON; with ``--wait`` prints the result JSON instead, keys in the
+  schema's order.
 * ``result DOCUMENT_ID`` - prints the stored result JSON (with its ``chunks``), keys in the
   schema's order, as ``chunk`` and ``submit --wait`` print them.
 
@@ -81,21 +85,23 @@ def _guarded(command: str, run: Any) -> int:
 
 def run_submit(args: argparse.Namespace) -> int:
     """Run ``longparser submit``; returns the exit status."""
-    from cli.chunk import load_request
+    from cli.chunk import load_request, warn_if_empty
 
     producer = _producer("submit")
     if producer is None:
         return EXIT_BAD_INPUT
 
     def run() -> int:
-        handle = producer.submit(load_request(args))
+        request = load_request(args)
+        warn_if_empty("submit", request)
+        handle = producer.submit(request)
         if not args.wait:
             _print_json(handle.as_dict())
             return EXIT_OK
         _say("submit", f"submitted {handle.document_id} (task {handle.task_id}) to queue {handle.queue}; "
                        "waiting")
         result = producer.get_result(handle, timeout=args.timeout)
-        _print_json(result.model_dump(mode="json"))
+        _print_json(result.model_dump(mode="json"))  # a ChunkResult: the schema's field order
         return EXIT_OK
 
     with producer:

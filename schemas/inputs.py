@@ -1,27 +1,72 @@
-"""Turning user-supplied JSON into a validated ChunkRequest, with readable errors.
+"""Turning user-supplied input into a validated ChunkRequest, with readable one-line errors.
 
-Three input shapes are accepted (CLI ``chunk``/``submit`` and the task share this code):
+Accepted input shapes (the CLI's ``chunk``/``submit``, the producer client and the task share
+this code):
 
 * a JSON list of blocks;
 * a ChunkRequest object (``{"document_id", "blocks", "config"?, "schema_version"?}``);
 * a LongParser Document dump (``{"metadata": {...}, "pages": [{"blocks": [...]}, ...]}``),
-  whose blocks are flattened in page order.
+  whose blocks are flattened in page order;
+* a docling ``DoclingDocument`` (its JSON object, or the model itself), converted to blocks by
+  a converter the caller passes in (``loaders.docling.blocks_from_docling``): the conversion
+  needs docling-core and belongs to the producer side, while this module is the wire contract
+  and imports neither. The document id is the DoclingDocument's ``name`` when it has one.
 
 Errors name the block (its index in reading order) and the field, e.g.
-``block 3 (id 'b-3'): table.cells[0].row_index: Field required``.
+``block 3 (id 'b-3'): table.cells[0].row_index: Field required``, or the config field, e.g.
+``config.max_token: unknown field, did you mean 'max_tokens'?``; never pydantic's own
+prefixes ("Value error, ...") or its multi-line layout.
 """
 
 from __future__ import annotations
 
+import difflib
+import re
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
+from schemas.config import ChunkingConfig
 from schemas.requests import ChunkRequest
+
+DOCLING_SCHEMA_NAME = "DoclingDocument"
+DOCLING_INSTALL_HINT = "pip install 'longparser-worker[docling]'"
+# A DoclingDocument -> block dicts (wire shape, reading order); ``loaders.docling.blocks_from_docling``.
+# It reports a document it cannot read with a ValueError (one line).
+DoclingConverter = Callable[[Any], list[Any]]
+
+_UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9._:@-]+")
+_ID_MAX_LEN = 200  # DOCUMENT_ID_PATTERN: 1 leading alphanumeric + up to 199 more
+# pydantic's messages for a failed validator start with these; the rest is our own text.
+_PYDANTIC_PREFIXES = ("Value error, ", "Assertion failed, ")
+_BOUND_ERRORS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
 
 
 class InputError(ValueError):
-    """The input is not a valid chunking request; the message is meant for a human."""
+    """The input is not a valid chunking request; the message is one line meant for a human."""
+
+
+def document_id_from_name(name: str) -> str | None:
+    """``name`` fitted to ``schemas.requests.DOCUMENT_ID_PATTERN``, or None when nothing is left.
+
+    Runs of unsafe characters become ``-``, leading non-alphanumerics are dropped (the pattern
+    requires an alphanumeric first character) and the id is cut to 200 characters:
+    ``"Q3 report (final)"`` -> ``"Q3-report-final-"``.
+    """
+    cleaned = _UNSAFE_ID_CHARS.sub("-", name)
+    cleaned = re.sub(r"^[^A-Za-z0-9]+", "", cleaned)[:_ID_MAX_LEN]
+    return cleaned or None
+
+
+def is_docling_input(data: Any) -> bool:
+    """A DoclingDocument: its JSON object or the model (both carry ``schema_name``)."""
+    if isinstance(data, dict):
+        return data.get("schema_name") == DOCLING_SCHEMA_NAME
+    return getattr(data, "schema_name", None) == DOCLING_SCHEMA_NAME
+
+
+# --- messages ------------------------------------------------------------------------------
 
 
 def _format_loc(loc: tuple[Any, ...]) -> str:
@@ -34,15 +79,44 @@ def _format_loc(loc: tuple[Any, ...]) -> str:
     return out or "(root)"
 
 
-def format_validation_error(exc: ValidationError, blocks: list[Any] | None = None) -> str:
-    """One line per problem: ``block N (id 'X'): field.path: message``.
+def _unknown_config_field(name: str) -> str:
+    """``unknown field, did you mean 'max_tokens'?`` (or the list of fields when nothing is close)."""
+    fields = list(ChunkingConfig.model_fields)
+    wanted = name.lower().replace("-", "_")
+    close = difflib.get_close_matches(wanted, fields, n=1, cutoff=0.6)
+    if not close and len(wanted) >= 4:  # a part of one field's name: "strict", "counter"
+        close = [field for field in fields if wanted in field]
+    if len(close) == 1:
+        return f"unknown field, did you mean {close[0]!r}?"
+    return f"unknown field (ChunkingConfig fields: {', '.join(fields)})"
 
-    ``blocks`` (the raw block list) lets the message quote the offending block's id.
+
+def _message(err: Any, loc: tuple[Any, ...]) -> str:
+    kind = err.get("type")
+    if kind == "string_unicode":
+        return _unicode_message(err)
+    if loc and loc[0] == "config":
+        if kind == "extra_forbidden" and len(loc) == 2:
+            return _unknown_config_field(str(loc[1]))
+        if kind in _BOUND_ERRORS:
+            return f"{err.get('msg', 'invalid')} (got {err.get('input')!r})"
+    message = str(err.get("msg", "invalid"))
+    for prefix in _PYDANTIC_PREFIXES:
+        message = message.removeprefix(prefix)
+    return message
+
+
+def format_validation_error(exc: ValidationError, blocks: list[Any] | None = None) -> str:
+    """One line: ``block N (id 'X'): field.path: message``, problems joined by ``; ``.
+
+    ``blocks`` (the raw block list) lets the message quote the offending block's id. Config
+    errors name the config field, suggest the closest field for an unknown key and quote the
+    value that broke a bound; a cross-field config check is reported by its own message.
     """
     lines = []
     for err in exc.errors(include_url=False):
         loc = tuple(err.get("loc", ()))
-        msg = _unicode_message(err) if err.get("type") == "string_unicode" else err.get("msg", "invalid")
+        msg = " ".join(_message(err, loc).split())
         if len(loc) >= 2 and loc[0] == "blocks" and isinstance(loc[1], int):
             index = loc[1]
             ident = ""
@@ -68,23 +142,72 @@ def _unicode_message(err: Any) -> str:
     return "not valid Unicode (UTF-8 cannot encode it)"
 
 
-def _request_dict(data: Any, default_document_id: str | None) -> dict[str, Any]:
+# --- shapes --------------------------------------------------------------------------------
+
+
+def _page_number(page: Any, index: int) -> Any:
+    """How to name a page in a message: the dump's own ``page_number``, else its 1-based position."""
+    if isinstance(page, dict):
+        number = page.get("page_number")
+        if isinstance(number, int) and not isinstance(number, bool):
+            return number
+    return index + 1
+
+
+def _dump_blocks(pages: Any) -> list[Any]:
+    if not isinstance(pages, list):
+        raise InputError("document dump: 'pages' must be a list")
+    blocks: list[Any] = []
+    for index, page in enumerate(pages):
+        page_blocks = page.get("blocks", []) if isinstance(page, dict) else None
+        if not isinstance(page_blocks, list):
+            what = "not an object" if not isinstance(page, dict) else f"'blocks' is {_json_type(page_blocks)}"
+            raise InputError(
+                f"document dump: page {_page_number(page, index)} must be an object with a 'blocks' "
+                f"list ({what})"
+            )
+        blocks.extend(page_blocks)
+    return blocks
+
+
+def _json_type(value: Any) -> str:
+    names = {type(None): "null", bool: "a boolean", str: "a string", dict: "an object", list: "a list"}
+    return names.get(type(value), "a number" if isinstance(value, int | float) else type(value).__name__)
+
+
+def _docling_request(
+    data: Any, default_document_id: str | None, docling: DoclingConverter | None
+) -> dict[str, Any]:
+    if docling is None:
+        raise InputError(
+            "a DoclingDocument must be converted to blocks on the producer side: pass the converter "
+            f"(loaders.docling.blocks_from_docling; {DOCLING_INSTALL_HINT})"
+        )
+    try:
+        blocks = docling(data)
+    except InputError:
+        raise
+    except ValueError as exc:  # the converter's one-line "cannot read this document"
+        raise InputError(" ".join(str(exc).split())) from None
+    name = data.get("name") if isinstance(data, dict) else getattr(data, "name", None)
+    document_id = document_id_from_name(name) if isinstance(name, str) else None
+    return {"document_id": document_id or default_document_id, "blocks": blocks}
+
+
+def _request_dict(
+    data: Any, default_document_id: str | None, docling: DoclingConverter | None
+) -> dict[str, Any]:
+    if is_docling_input(data):
+        return _docling_request(data, default_document_id, docling)
     if isinstance(data, list):
         return {"document_id": default_document_id, "blocks": data}
     if not isinstance(data, dict):
         raise InputError(
-            f"expected a JSON list of blocks, a ChunkRequest object or a LongParser document, "
-            f"got {type(data).__name__}"
+            f"expected a JSON list of blocks, a ChunkRequest object, a LongParser document or a "
+            f"DoclingDocument, got {type(data).__name__}"
         )
     if "pages" in data and "blocks" not in data:
-        pages = data["pages"]
-        if not isinstance(pages, list):
-            raise InputError("document dump: 'pages' must be a list")
-        blocks: list[Any] = []
-        for number, page in enumerate(pages):
-            if not isinstance(page, dict) or not isinstance(page.get("blocks", []), list):
-                raise InputError(f"document dump: page {number} must be an object with a 'blocks' list")
-            blocks.extend(page.get("blocks", []))
+        blocks = _dump_blocks(data["pages"])
         metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
         document_id = data.get("document_id") or metadata.get("document_id") or default_document_id
         return {"document_id": document_id, "blocks": blocks}
@@ -94,8 +217,8 @@ def _request_dict(data: Any, default_document_id: str | None) -> dict[str, Any]:
             request["document_id"] = default_document_id
         return request
     raise InputError(
-        "expected a JSON list of blocks, an object with 'blocks' (ChunkRequest) or "
-        "'pages' (LongParser document)"
+        "expected a JSON list of blocks, an object with 'blocks' (ChunkRequest), 'pages' "
+        "(LongParser document) or 'schema_name': 'DoclingDocument'"
     )
 
 
@@ -103,21 +226,24 @@ def parse_input(
     data: Any,
     *,
     default_document_id: str | None = None,
-    config_overrides: dict[str, Any] | None = None,
+    config_overrides: Mapping[str, Any] | None = None,
+    docling: DoclingConverter | None = None,
 ) -> ChunkRequest:
     """Validate any accepted input shape into a ChunkRequest.
 
     Args:
-        data: decoded JSON (list or object).
+        data: decoded JSON (list or object), or a DoclingDocument model.
         default_document_id: used when the input carries no document id (e.g. derived from a
             file name); a missing id with no default is an error.
         config_overrides: config fields that win over the input's own (``--semantic``,
-            ``-c CONFIG.json``).
+            ``-c CONFIG.json``, ``--max-tokens``).
+        docling: converts a DoclingDocument to block dicts (``loaders.docling.blocks_from_docling``);
+            without it a DoclingDocument is refused with a message saying so.
 
     Raises:
-        InputError: with a message naming the block index and field.
+        InputError: with a one-line message naming the block index and field.
     """
-    request = _request_dict(data, default_document_id)
+    request = _request_dict(data, default_document_id, docling)
     if not request.get("document_id"):
         raise InputError("document_id: missing (give one in the request or name the input file)")
     if config_overrides:
@@ -130,3 +256,16 @@ def parse_input(
     except ValidationError as exc:
         raw_blocks = request.get("blocks") if isinstance(request.get("blocks"), list) else None
         raise InputError(format_validation_error(exc, raw_blocks)) from None
+
+
+def parse_config(fields: Mapping[str, Any]) -> ChunkingConfig:
+    """Validate ChunkingConfig fields alone, with the same one-line messages (``config.FIELD: ...``).
+
+    Raises:
+        InputError: an unknown field (with a suggestion), a value out of its bounds, or a
+            cross-field conflict.
+    """
+    try:
+        return ChunkRequest.model_validate({"document_id": "config", "config": dict(fields)}).config
+    except ValidationError as exc:
+        raise InputError(format_validation_error(exc)) from None

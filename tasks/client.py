@@ -11,6 +11,15 @@ redis (to read the store), never torch, the engine or the worker's app.
 The module functions :func:`submit`, :func:`status`, :func:`get_result` and
 :func:`fetch_record` do the same with a producer built for the call (or the one passed in).
 
+DoclingDocument input (docling's JSON object or the model) is converted to blocks here, on the
+producer side, so the wire contract stays ``ChunkRequest``. The converter is passed in, since
+this client imports neither the loaders nor docling-core::
+
+    from loaders.docling import blocks_from_docling      # pip install 'longparser-worker[docling]'
+    handle = producer.submit(docling_doc, docling=blocks_from_docling, config={"max_tokens": 256})
+
+The document id is the DoclingDocument's ``name`` (sanitised to the id pattern).
+
 Outages: every Redis call (the publish, the job entry, reads) is retried with backoff for up to
 ``LONGPARSER_SUBMIT_RETRY_WINDOW`` seconds, then :class:`~tasks.errors.BrokerUnavailable`
 (naming the URL, password masked) is raised. A Redis that refuses writes because it is full
@@ -26,14 +35,15 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from celery import Celery
 
 from config.settings import Settings, get_settings
-from schemas import ChunkRequest, ChunkResult, InputError, parse_input
+from schemas import ChunkRequest, ChunkResult, InputError
+from schemas.inputs import DoclingConverter, parse_input
 from service.celeryconfig import celery_config
 from service.keys import TASK_NAME, is_valid_document_id, result_key
 from service.redis_client import is_out_of_memory, masked
@@ -71,11 +81,14 @@ def producer_celery(settings: Settings) -> Celery:
     return app
 
 
-def _as_request(request: ChunkRequest | dict[str, Any], semantic: bool | None) -> ChunkRequest:
+def _as_request(request: Any, semantic: bool | None, config: Mapping[str, Any] | None,
+                docling: DoclingConverter | None) -> ChunkRequest:
     if isinstance(request, ChunkRequest):
         request = request.model_dump(mode="json")
-    overrides = None if semantic is None else {"use_semantic_chunking": semantic}
-    return parse_input(request, config_overrides=overrides)
+    overrides = dict(config or {})
+    if semantic is not None:
+        overrides["use_semantic_chunking"] = semantic
+    return parse_input(request, config_overrides=overrides, docling=docling)
 
 
 def _identify(job: str | JobHandle) -> tuple[str, JobHandle | None]:
@@ -138,24 +151,30 @@ class Producer:
                     f"{' '.join(str(exc).split())})") from None
             raise
 
-    def submit(self, request: ChunkRequest | dict[str, Any], *, semantic: bool | None = None) -> JobHandle:
+    def submit(self, request: ChunkRequest | dict[str, Any] | Any, *, semantic: bool | None = None,
+               config: Mapping[str, Any] | None = None, docling: DoclingConverter | None = None) -> JobHandle:
         """Validate, size-check and enqueue one document.
 
         Args:
-            request: a ChunkRequest, or a dict in any shape ``longparser chunk`` accepts,
-                carrying a document id.
+            request: a ChunkRequest, a dict in any shape ``longparser chunk`` accepts carrying
+                a document id, or a DoclingDocument (its JSON dict or the model; needs ``docling``).
             semantic: None -> the request's ``config.use_semantic_chunking`` decides; True/False
                 overrides that flag (and so the queue).
+            config: ChunkingConfig fields that win over the request's own (a DoclingDocument
+                carries none).
+            docling: the DoclingDocument converter, ``loaders.docling.blocks_from_docling``.
 
         Raises:
-            schemas.InputError: the request is invalid (message names block and field).
+            schemas.InputError: the request is invalid (message names block and field), a
+                DoclingDocument docling-core cannot read, or one given without ``docling``.
+            loaders.docling.DoclingNotInstalledError: (an ImportError) docling-core is missing.
             tasks.errors.PayloadTooLarge: over ``LONGPARSER_MAX_PAYLOAD_BYTES``.
             tasks.errors.BrokerUnavailable: Redis unreachable for the whole submit window.
             tasks.errors.StoreFull: Redis refused the write (full).
         """
-        validated = _as_request(request, semantic)
+        validated = _as_request(request, semantic, config, docling)
         # Encoded once by pydantic's serializer: its length is the size check, its decoding the
-        # message's argument (3x cheaper than model_dump + json.dumps for the check).
+        # message's argument (cheaper than model_dump + json.dumps for the check).
         encoded = validated.model_dump_json()
         check_encoded_size(len(encoded.encode("utf-8", "surrogatepass")), self.settings.max_payload_bytes)
         payload = json.loads(encoded)
@@ -167,7 +186,7 @@ class Producer:
         # document store is the source of truth; it also spares a result-backend subscription
         # per submission (and that subscription's own reconnect errors during an outage).
         # argsrepr: what Flower and the task events show, given instead of Celery's saferepr of the
-        # whole payload (about 1 ms per 50-block document, and a 1 KB cut-off string).
+        # whole payload (costly on every submission, and a cut-off string anyway).
         argsrepr = f"[<ChunkRequest {document_id!r}: {len(validated.blocks)} blocks>]"
         self._call(f"publishing {document_id}", lambda: self.app.send_task(
             TASK_NAME, args=[payload], task_id=task_id, queue=queue, retry=False, ignore_result=True,
@@ -267,10 +286,12 @@ def _run(settings: Settings | None, producer: Producer | None, use: Callable[[Pr
         return use(owned)
 
 
-def submit(request: ChunkRequest | dict[str, Any], *, semantic: bool | None = None,
+def submit(request: ChunkRequest | dict[str, Any] | Any, *, semantic: bool | None = None,
+           config: Mapping[str, Any] | None = None, docling: DoclingConverter | None = None,
            settings: Settings | None = None, producer: Producer | None = None) -> JobHandle:
     """:meth:`Producer.submit` with ``producer`` (default: one built for this call)."""
-    return _run(settings, producer, lambda p: p.submit(request, semantic=semantic))
+    return _run(settings, producer,
+                lambda p: p.submit(request, semantic=semantic, config=config, docling=docling))
 
 
 def status(job: str | JobHandle, *, settings: Settings | None = None,

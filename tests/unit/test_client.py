@@ -20,7 +20,7 @@ from kombu.exceptions import OperationalError
 from cli.main import build_parser
 from cli.submit import EXIT_FULL, EXIT_UNREACHABLE, run_result, run_submit
 from config.settings import Settings
-from schemas import ChunkResult, InputError
+from schemas import ChunkRequest, ChunkResult, InputError
 from service.keys import TASK_NAME, job_key, prefix_pattern
 from service.store import ResultStore, failure_record
 from tasks.client import JobHandle, Producer
@@ -316,7 +316,8 @@ def test_dot_env_file_is_read(tmp_path: Path) -> None:
 
 
 def test_client_import_is_light() -> None:
-    heavy = "('torch', 'sentence_transformers', 'longparser.pipeline', 'worker.celery_app')"
+    heavy = ("('torch', 'sentence_transformers', 'longparser.pipeline', 'worker.celery_app', 'loaders', "
+             "'docling_core')")
     code = f"import sys, tasks.client\nprint(sorted(m for m in {heavy} if m in sys.modules))\n"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -327,3 +328,100 @@ def test_job_key_format() -> None:
     assert job_key("lp", "doc-1") == "lp:job:doc-1"
     with pytest.raises(ValueError, match="invalid document id"):
         job_key("lp", "a b")
+
+
+# --- DoclingDocument input ------------------------------------------------------------------
+
+DOCLING_PAPER = ROOT / "tests" / "fixtures" / "docling" / "2206.01062.docling.json"
+
+
+def _docling() -> dict[str, Any]:
+    return json.loads(DOCLING_PAPER.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("as_model", [False, True], ids=["dict", "model"])
+def test_submit_converts_a_docling_document_on_the_producer_side(
+    producer: Producer, fake_app: FakeApp, as_model: bool  # noqa: F811
+) -> None:
+    from docling_core.types.doc import DoclingDocument
+
+    from loaders.docling import blocks_from_docling
+
+    document = DoclingDocument.model_validate(_docling()) if as_model else _docling()
+    handle = producer.submit(document, docling=blocks_from_docling,
+                             config={"max_tokens": 256, "min_tokens": 50})
+    [sent] = fake_app.sent
+    request = sent["args"][0]
+    assert handle.document_id == request["document_id"] == "2206.01062"  # the DoclingDocument's name
+    assert set(request) == {"schema_version", "document_id", "blocks", "config"}  # a ChunkRequest
+    expected = ChunkRequest.model_validate({"document_id": "x", "blocks": blocks_from_docling(_docling())})
+    assert request["blocks"] == expected.model_dump(mode="json")["blocks"]
+    assert (request["config"]["max_tokens"], request["config"]["min_tokens"]) == (256, 50)
+
+
+def test_submit_refuses_a_docling_document_it_cannot_convert(
+    producer: Producer, fake_app: FakeApp, store: ResultStore  # noqa: F811
+) -> None:
+    from loaders.docling import blocks_from_docling
+
+    with pytest.raises(InputError, match=r"^a DoclingDocument must be converted to blocks on the producer"):
+        producer.submit(_docling())  # no converter passed
+    broken = _docling()
+    broken["texts"][0]["prov"][0]["page_no"] = "x"
+    with pytest.raises(InputError, match=r"^invalid DoclingDocument: texts\[0\]\.prov\[0\]\.page_no: "):
+        producer.submit(broken, docling=blocks_from_docling)
+    assert fake_app.sent == []
+    assert list(store.client.scan_iter(match=prefix_pattern(store.prefix))) == []
+
+
+def test_cli_submit_sends_a_converted_docling_document_with_the_config_flags(
+    producer: Producer, fake_app: FakeApp, tmp_path: Path, capsys: pytest.CaptureFixture[str],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from loaders.docling import blocks_from_docling
+
+    path = _write(tmp_path, "paper.docling.json", _docling())
+    argv = ["submit", path, "--max-tokens", "128", "--min-tokens", "10", "--strict",
+            "--token-counter", "model", "--heading-context"]
+    assert _cli(argv, producer, monkeypatch) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["document_id"] == "2206.01062"
+    assert captured.err == ""
+    [sent] = fake_app.sent
+    config = sent["args"][0]["config"]
+    assert (config["max_tokens"], config["min_tokens"], config["strict_max_tokens"], config["token_counter"],
+            config["heading_context"]) == (128, 10, True, "model", True)
+    assert len(sent["args"][0]["blocks"]) == len(blocks_from_docling(_docling()))
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("", "longparser submit: error: input {path}: is empty (expected JSON)"),
+        ({"schema_name": "DoclingDocument", "name": "x", "version": "1.0.0", "texts": 5},
+         "longparser submit: error: input {path}: invalid DoclingDocument: "),
+        ({"document_id": "d", "blocks": [], "config": {"max_token": 5}},
+         "longparser submit: error: config.max_token: unknown field, did you mean 'max_tokens'?"),
+    ],
+    ids=["empty", "bad-docling", "config-typo"],
+)
+def test_cli_submit_bad_input_exits_2_with_one_line(
+    producer: Producer, fake_app: FakeApp, tmp_path: Path, capsys: pytest.CaptureFixture[str],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch, content: Any, message: str,
+) -> None:
+    path = tmp_path / "in.json"
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    assert _cli(["submit", str(path)], producer, monkeypatch) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(message.format(path=path)), line
+    assert fake_app.sent == []
+
+
+def test_cli_submit_of_an_empty_block_list_warns(
+    producer: Producer, fake_app: FakeApp, tmp_path: Path, capsys: pytest.CaptureFixture[str],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert _cli(["submit", _write(tmp_path, "doc.json", [])], producer, monkeypatch) == 0
+    err = capsys.readouterr().err
+    assert err == "longparser submit: warning: input has no blocks: the result has 0 chunks\n"
+    assert len(fake_app.sent) == 1
