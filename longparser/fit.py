@@ -103,9 +103,14 @@ def _leads(piece: Part) -> bool:
     return piece.rec.kind in _LEADING_KINDS and not piece.context
 
 
+def _opens(piece: Part, draft: Draft) -> bool:
+    """A heading, a caption or the list's lead-in: it opens what follows, never ends a piece."""
+    return _leads(piece) or (piece.rec is draft.list_lead and not piece.context)
+
+
 def _has_content(draft: Draft) -> bool:
-    """Whether ``draft`` holds a source part besides headings and captions (context does not count)."""
-    return any(not p.context and not _leads(p) for p in draft.parts)
+    """Whether ``draft`` holds a source part besides what only opens content (context aside)."""
+    return any(not p.context and not _opens(p, draft) for p in draft.parts)
 
 
 def cut_to_fit(text: str, fits: Callable[[str], bool], budget: Budget) -> list[tuple[int, int]] | None:
@@ -146,13 +151,13 @@ def _appended(current: Draft, piece: Part, budget: Budget) -> list[Part]:
 
 
 def _close(piece: Draft, pieces: list[Draft], hold_headings: bool = True) -> list[Part]:
-    """Add ``piece`` to ``pieces``, holding back the headings it ends with when it has other
-    content (they open the next piece); returns what was held back."""
+    """Add ``piece`` to ``pieces``, holding back the headings (captions, a list's lead-in) it
+    ends with when it has other content (they open the next piece); returns what was held back."""
     parts = piece.parts
     cut = len(parts)
-    while hold_headings and cut > 0 and _leads(parts[cut - 1]):
+    while hold_headings and cut > 0 and _opens(parts[cut - 1], piece):
         cut -= 1
-    if not any(not p.context and not _leads(p) for p in parts[:cut]):
+    if not any(not p.context and not _opens(p, piece) for p in parts[:cut]):
         cut = len(parts)  # nothing but headings or captions: they stand alone
     piece.parts = parts[:cut]
     pieces.append(piece)
@@ -172,8 +177,12 @@ def _first_piece(draft: Draft, budget: Budget) -> Draft:
 
 
 def _continuation(draft: Draft, carried: list[Part], budget: Budget) -> Draft:
-    """The next piece of ``draft``: its repeated context, then the headings carried over."""
+    """The next piece of ``draft``: its repeated context, then the headings carried over (a
+    list's lead-in carried over is content again, not repeated as context)."""
     piece = _continued(draft, budget)
+    if any(p.rec is draft.list_lead for p in carried):
+        piece.set_prefix("", 0)
+        piece.lead = None
     opening = _opening(draft, budget)
     if carried:
         carried = [carried[0].after(LINE_SEPARATOR if opening else ""), *carried[1:]]
@@ -206,7 +215,7 @@ def fit_draft(draft: Draft, budget: Budget) -> list[Draft]:
         cut = _text_pieces(piece, current, budget)
         if cut is not None:
             queue[:0] = cut
-        elif any(_leads(p) for p in current.parts):  # headings (captions) nothing fits beside
+        elif any(_opens(p, current) for p in current.parts):  # openers nothing fits beside
             _close(current, pieces)
             current = _continuation(draft, [], budget)
             queue.insert(0, piece)

@@ -128,7 +128,7 @@ def _bad_config() -> dict[str, Any]:
     ("make_payload", "message"),
     [
         (_bad_type, "block 1 (id 'p1'): type: Input should be 'heading'"),
-        (_bad_config, "config: Value error, min_tokens (50) must be smaller than max_tokens (20)"),
+        (_bad_config, "config: min_tokens (50) must be smaller than max_tokens (20)"),
         (lambda: {**payload(), "blocks": [{"type": "paragraph"}]}, "block 0: block_id: Field required"),
         (lambda: {**payload(), "blocks": [{"block_id": "c1", "type": "table", "table": {"cells": [
             {"r0": 0, "c0": 0, "text": "North \udc80"}]}}]},

@@ -1,0 +1,194 @@
+"""Strict mode (``strict_max_tokens``): each former DEC-04 exception, exactly.
+
+The counter here is the DEC-04 estimate (``n`` words -> ``int(n * 1.33)`` tokens: 3 -> 3,
+4 -> 5, 9 -> 11, 12 -> 15) so that every figure can be checked by hand; the model tokenizer and
+a non-additive counter are covered by the property tests (tests/property/test_strict.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from longparser import Resources, chunk_blocks
+from longparser.errors import RequestRefused
+from longparser.tokens import ESTIMATE, count
+from tests.unit.engine_helpers import run_engine, table_dict, words
+
+STRICT = {"strict_max_tokens": True}
+
+
+def _fits(result, max_tokens: int) -> None:
+    for chunk in result.chunks:
+        assert count(ESTIMATE, chunk.embed_text or chunk.text) <= max_tokens, chunk.text
+
+
+def test_packing_counts_the_joined_text_not_the_sum_of_blocks(make_block):
+    blocks = [make_block("two words"), make_block("two more")]  # 2 + 2 by sums, 5 joined
+    assert len(run_engine(blocks, max_tokens=4).chunks) == 1  # the DEC-04 target: sums
+    strict = run_engine(blocks, max_tokens=4, **STRICT)
+    assert [c.text for c in strict.chunks] == ["two words", "two more"]
+
+
+def test_an_oversized_paragraph_is_cut_at_sentences_and_every_piece_names_its_part(make_block):
+    sentences = [f"Sentence {i} has exactly six words." for i in range(6)]  # 6 words: 7 tokens each
+    text = " ".join(sentences)
+    result = run_engine([make_block(text, page=3)], max_tokens=16, **STRICT)
+    assert [c.text for c in result.chunks] == [" ".join(sentences[i : i + 2]) for i in range(0, 6, 2)]
+    assert all(c.block_ids == ["b1"] and c.page_numbers == [3] for c in result.chunks)
+    parts = [c.metadata["block_parts"] for c in result.chunks]
+    assert [(p[0]["part"], p[0]["of"]) for p in parts] == [(1, 3), (2, 3), (3, 3)]
+    assert [text[p[0]["start"] : p[0]["end"]] for p in parts] == [c.text for c in result.chunks]
+    _fits(result, 16)
+
+
+def test_a_sentence_longer_than_the_budget_is_cut_between_words(make_block):
+    result = run_engine([make_block(words(30))], max_tokens=12, **STRICT)  # 9 words = 11 tokens
+    assert [c.text for c in result.chunks] == [words(9)] * 3 + [words(3)]
+    _fits(result, 12)
+
+
+def test_an_oversized_row_is_cut_into_cells_under_its_label_and_names(make_block):
+    row = [["Name", "A", "B", "C"], ["Ada", words(5, "x"), words(5, "y"), words(5, "z")]]
+    table = make_block("", "table", table=table_dict(row))
+    result = run_engine([table], max_tokens=12, generate_schema_chunks=False, **STRICT)
+    assert [c.text for c in result.chunks] == [
+        f"Row 1: Name=Ada; A={words(5, 'x')}", f"Row 1: B={words(5, 'y')}", f"Row 1: C={words(5, 'z')}"]
+    assert all(c.metadata["row_start"] == c.metadata["row_end"] == 1 for c in result.chunks)
+    _fits(result, 12)
+
+
+def test_a_pipe_row_piece_repeats_its_key_and_header_names(make_block):
+    row = [["Name", "A", "B"], ["Ada", words(6, "x"), words(6, "y")]]
+    table = make_block("", "table", table=table_dict(row))
+    result = run_engine([table], max_tokens=14, generate_schema_chunks=False, table_chunk_format="pipe",
+                        **STRICT)
+    assert [c.text for c in result.chunks] == [
+        f"Name | A\nAda | {words(6, 'x')}", f"Name | B\nAda | {words(6, 'y')}"]
+
+
+def test_a_long_list_item_is_cut_and_every_later_piece_repeats_the_lead_in(make_block):
+    blocks = [make_block("Steps:"), make_block(words(20, "step"), "list_item")]
+    result = run_engine(blocks, max_tokens=12, **STRICT)
+    texts = [c.text for c in result.chunks]
+    assert texts[0].startswith("Steps:\n") and all(t.startswith("Steps:\n") for t in texts)
+    assert all(c.metadata.get("lead_in_block_id") == "b1" for c in result.chunks[1:])
+    assert " ".join(t.removeprefix("Steps:\n") for t in texts) == words(20, "step")
+    _fits(result, 12)
+
+
+def test_a_lead_in_too_long_to_repeat_keeps_its_end(make_block):
+    lead = words(20, "intro") + " the steps are:"
+    blocks = [make_block(lead), *(make_block(words(5, f"s{i}"), "list_item") for i in range(6))]
+    result = run_engine(blocks, max_tokens=20, **STRICT)
+    later = [c for c in result.chunks if c.metadata.get("lead_in_repeated")]
+    assert later and all(c.text.startswith("intro the steps are:\n") or "the steps are:\n" in c.text
+                         for c in later)
+    _fits(result, 20)
+
+
+def test_a_merge_never_crosses_the_maximum(make_block):
+    blocks = [make_block(words(9, "full")), make_block(words(3, "tail"))]  # 11 + 3 -> 16 joined
+    default = run_engine(blocks, max_tokens=12, min_tokens=5)
+    assert [c.text for c in default.chunks] == [f"{words(9, 'full')}\n\n{words(3, 'tail')}"]
+    strict = run_engine(blocks, max_tokens=12, min_tokens=5, **STRICT)
+    assert [c.text for c in strict.chunks] == [words(9, "full"), words(3, "tail")]
+
+
+def test_overlap_takes_only_the_room_left(make_block):
+    first, second = "One two three. Four five six seven.", words(6, "next")
+    blocks = [make_block(first), make_block(second)]
+    # The second chunk (6 words) has room for 3 more words under 12 tokens: the end of the first
+    # paragraph from a word start that fits.
+    result = run_engine(blocks, max_tokens=12, overlap_blocks=1, **STRICT)
+    assert result.chunks[1].text == f"five six seven.\n\n{second}"
+    assert result.chunks[1].metadata["overlap_block_ids"] == ["b1"]
+    _fits(result, 12)
+    # A full chunk gets no overlap at all.
+    full = run_engine([make_block(first), make_block(words(9, "next"))], max_tokens=12, overlap_blocks=1,
+                      **STRICT)
+    assert not full.chunks[1].overlap_with_previous
+
+
+def test_overlap_max_share_caps_overlap_without_strict_mode(make_block):
+    blocks = [make_block(words(40, "before")), make_block(words(40, "after"))]
+    result = run_engine(blocks, max_tokens=60, overlap_blocks=1, overlap_max_share=0.1)
+    assert result.chunks[1].text == f"{words(5, 'before')}\n\n{words(40, 'after')}"  # 5 words = 6 <= 6
+
+
+def test_the_schema_chunk_shows_as_many_sample_rows_as_fit(make_block):
+    rows = [["Name", "Year"], *[[f"N{i}", str(1900 + i)] for i in range(8)]]
+    table = make_block("", "table", table=table_dict(rows))
+    default = run_engine([table], max_tokens=40)
+    assert default.chunks[0].metadata["sample_rows"] == 5
+    strict = run_engine([table], max_tokens=40, **STRICT)
+    schema = strict.chunks[0]
+    assert schema.chunk_type == "table_schema" and 0 < schema.metadata["sample_rows"] < 5
+    _fits(strict, 40)
+
+
+def test_a_caption_never_ends_a_piece_without_its_table(make_block):
+    caption = make_block("Table 1: " + words(5, "caption"), "caption")
+    table = make_block(words(30, "cell"), "table")  # a table without cells: its text
+    result = run_engine([caption, table], max_tokens=16, **STRICT)
+    assert result.chunks[0].text.startswith("Table 1:") and "cell" in result.chunks[0].text
+    _fits(result, 16)
+
+
+def test_equation_glue_yields_to_the_maximum(make_block):
+    blocks = [make_block(words(9, "intro")), make_block(words(6, "lead")),
+              make_block(words(6, "eq"), "equation")]
+    default = run_engine(blocks, max_tokens=16)
+    assert default.chunks[1].text == f"{words(6, 'lead')}\n\n{words(6, 'eq')}"  # glued, over 16
+    strict = run_engine(blocks, max_tokens=16, **STRICT)
+    _fits(strict, 16)
+
+
+def test_the_breadcrumb_counts_and_is_shortened_before_content(make_block):
+    path = [words(6, "outer"), words(6, "inner")]
+    blocks = [make_block(words(8, "body"), path=path), make_block(words(8, "more"), path=path)]
+    result = run_engine(blocks, max_tokens=20, heading_context=True, **STRICT)
+    _fits(result, 20)
+    # Both titles (2 x 7 tokens) would take over half of 20: the outer one goes first.
+    assert all(c.embed_text.startswith(words(6, "inner") + "\n") for c in result.chunks)
+    assert all(words(6, "outer") not in c.embed_text for c in result.chunks)
+
+
+def test_the_model_window_is_refused_only_for_strict_model_requests():
+    with pytest.raises(ValidationError, match="above the embedding model's window"):
+        chunk_blocks([], {"max_tokens": 300, "strict_max_tokens": True, "token_counter": "model"})
+    assert chunk_blocks([], {"max_tokens": 300, "token_counter": "estimate", "strict_max_tokens": True})
+
+
+def test_the_model_counter_is_refused_when_missing():
+    with pytest.raises(RequestRefused, match="token_counter 'model' needs the embedding model's tokenizer"):
+        chunk_blocks([{"block_id": "a", "type": "paragraph", "text": "x"}], {"token_counter": "model"},
+                     Resources(model_counter_error="install tokenizers"))
+
+
+def test_a_budget_too_small_for_one_character_is_refused():
+    def counter(text: str) -> int:
+        return len(text) + 10
+
+    with pytest.raises(RequestRefused, match="leaves no room for text"):
+        chunk_blocks([{"block_id": "a", "type": "paragraph", "text": "x"}],
+                     {"max_tokens": 5, "min_tokens": 0, "strict_max_tokens": True, "token_counter": "model"},
+                     Resources(model_counter=_Counter(counter)))
+
+
+class _Counter:
+    """A counter from a function, not additive."""
+
+    name, additive = "stub", False
+
+    def __init__(self, function):
+        self.function = function
+
+    def measure(self, texts):
+        return [self.function(text) for text in texts]
+
+    def join(self, text, units):
+        return self.function(text)
+
+    def fitting_prefix(self, text, budget):
+        return max(0, min(len(text), budget - 10))
