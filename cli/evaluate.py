@@ -5,11 +5,13 @@
 ``semantic_*`` fields of a chunking config (``-c`` first, then the flags; defaults as in
 :class:`schemas.ChunkingConfig`), so a configuration is scored exactly as a request with that
 config would chunk. The metrics and their conventions are documented in
-:mod:`longparser.evaluation`.
+:mod:`longparser.evaluation`. The encoder is the pinned model run by the settings' backend
+(``LONGPARSER_ENCODER_BACKEND``, default ``torch``) with their thread count, as ``longparser
+chunk`` loads it, so the report scores the vectors that runtime produces.
 
 Exit status: 0 report printed; 2 bad input (unreadable file, wrong shape, boundary out of
-range, a parameter outside its bounds, an invalid config, invalid ``LONGPARSER_*`` settings);
-3 the encoder cannot be loaded (the message says what to install).
+range, a parameter outside its bounds, an invalid config, invalid ``LONGPARSER_*`` settings),
+with one line on stderr; 3 the encoder cannot be loaded (the message says what to install).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import json
 import sys
 from typing import Any
 
-from loaders.encoder import SentenceTransformerEncoder, load_encoder
+from loaders.encoder import load_encoder
 from loaders.pinned_model import EncoderUnavailable
 from longparser.boundary_methods import resolve
 from longparser.evaluation import (
@@ -29,7 +31,8 @@ from longparser.evaluation import (
     parse_labelled,
     predict_boundaries,
 )
-from schemas import ChunkingConfig
+from longparser.resources import Encoder
+from schemas import ChunkingConfig, InputError, parse_config
 
 # Command-line flag -> ChunkingConfig field (the method's parameters live in the config).
 PARAMETER_FLAGS = {
@@ -90,8 +93,11 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _configured_model_path() -> str | None:
-    """``LONGPARSER_MODEL_PATH`` from the settings, when the settings module is importable.
+def _encoder_settings() -> tuple[str | None, str, int]:
+    """Model path, encoder backend and threads from the settings, as ``longparser chunk`` reads them.
+
+    Without the settings module (the worker side is not installed): no model path, the torch
+    backend, one thread.
 
     Raises:
         ValueError: the ``LONGPARSER_*`` environment does not validate.
@@ -99,9 +105,14 @@ def _configured_model_path() -> str | None:
     try:
         from config.settings import get_settings
     except ImportError:
-        return None
-    value = getattr(get_settings(), "model_path", None)  # pydantic's ValidationError is a ValueError
-    return None if value in (None, "") else str(value)
+        return None, "torch", 1
+    settings = get_settings()  # pydantic's ValidationError is a ValueError
+    model_path = getattr(settings, "model_path", None)
+    return (
+        None if model_path in (None, "") else str(model_path),
+        str(getattr(settings, "encoder_backend", "torch")),
+        int(getattr(settings, "torch_threads", 1)),
+    )
 
 
 def _bounds_error(flag: str, field: str, value: float) -> str | None:
@@ -147,9 +158,9 @@ def build_config(args: argparse.Namespace) -> ChunkingConfig:
             raise CommandError(2, message)
         fields[field] = value
     try:
-        return ChunkingConfig.model_validate(fields)
-    except ValueError as exc:  # pydantic's ValidationError
-        raise CommandError(2, f"invalid config: {' '.join(str(exc).split())}") from None
+        return parse_config(fields)
+    except InputError as exc:  # one line, the same messages as ``longparser chunk``
+        raise CommandError(2, str(exc)) from None
 
 
 def read_labelled(path: str) -> list[LabelledDocument]:
@@ -161,18 +172,21 @@ def read_labelled(path: str) -> list[LabelledDocument]:
         raise CommandError(2, f"{path}: {exc}") from None
 
 
-def encoder_for(args: argparse.Namespace) -> SentenceTransformerEncoder:
-    """The pinned encoder (``--model-path``, else the settings', else the model package's).
+def encoder_for(args: argparse.Namespace) -> Encoder:
+    """The pinned encoder (``--model-path``, else the settings', else the model package's), run by
+    the settings' ``encoder_backend`` (``LONGPARSER_ENCODER_BACKEND``) with their thread count, so
+    a configuration is scored on the runtime a worker with those settings embeds with.
 
     Raises:
-        CommandError: status 2 for invalid settings, 3 when the model cannot be loaded.
+        CommandError: status 2 for invalid settings, 3 when the model or the backend cannot be
+            loaded.
     """
     try:
-        model_path = args.model_path or _configured_model_path()
+        configured_path, backend, threads = _encoder_settings()
     except ValueError as exc:
         raise CommandError(2, f"invalid LONGPARSER_* settings: {exc}") from None
     try:
-        return load_encoder(model_path)
+        return load_encoder(args.model_path or configured_path, threads=threads, backend=backend)
     except EncoderUnavailable as exc:
         raise CommandError(3, str(exc)) from None
 

@@ -16,8 +16,9 @@
    a heading whose section the segment is.
 3. **Ranking.** Chunks (``text``: overlap context included, as a retriever would embed them;
    with ``--embed embed_text`` their breadcrumb and text) and questions are embedded with the
-   pinned model in one batch; for each question every chunk of every long document is ranked
-   by cosine, ties in chunk order.
+   pinned model (run by the settings' ``encoder_backend``, as :mod:`cli.evaluate` loads it) in
+   one batch; for each question every chunk of every long document is ranked by cosine, ties
+   in chunk order.
 4. **Context.** Exactly ``--budget`` tokens for every configuration: chunks are read
    best-first, each as the blocks whose text it carries (overlap context, then its
    ``block_ids``), blocks taken whole while they fit, and the first block that does not fit is

@@ -76,7 +76,7 @@ def _add_config_flags(parser: argparse.ArgumentParser, semantic_help: str) -> No
     parser.add_argument(
         "-c", "--config", metavar="CONFIG",
         help="ChunkingConfig fields: a JSON file, or an inline JSON object such as "
-             f"'{{\"max_tokens\": 256}}' (fields: the README's config table). Limits: {config_limits()}",
+             f"'{{\"max_tokens\": 256}}' (fields: docs/config.md). Limits: {config_limits()}",
     )
     flags = parser.add_argument_group(
         "config flags", "each wins over -c and over the input's own config; unset: theirs, else the default"
@@ -136,7 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
                                "(default: the config's semantic_threshold, 0.3)")
     evaluate.add_argument("--pair-threshold", type=float, default=None, help="cohesion: pair threshold")
     evaluate.add_argument("--boundary-cost", type=float, default=None, help="cohesion: boundary cost")
-    evaluate.add_argument("-c", "--config", metavar="CONFIG.json", help="ChunkingConfig fields (JSON object)")
+    evaluate.add_argument("-c", "--config", metavar="CONFIG.json",
+                          help="ChunkingConfig fields, a JSON file of one object (fields: docs/config.md)")
     evaluate.add_argument("--json", action="store_true", help="print the report as JSON")
     evaluate.add_argument("--model-path", default=None, help="local model directory (default: settings)")
 
@@ -144,7 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
         "evaluate-retrieval", help="hit rate, MRR and context precision of a chunking config"
     )
     retrieval.add_argument("labelled", metavar="LABELLED.json")
-    retrieval.add_argument("-c", "--config", metavar="CONFIG.json", help="ChunkingConfig fields (JSON)")
+    retrieval.add_argument("-c", "--config", metavar="CONFIG.json",
+                           help="ChunkingConfig fields, a JSON file of one object (fields: docs/config.md)")
     retrieval.add_argument("--budget", type=int, default=512, help="context budget in tokens (512)")
     retrieval.add_argument("--group-size", type=int, default=4, help="documents per long document (4)")
     retrieval.add_argument("--json", action="store_true", help="print the report as JSON")

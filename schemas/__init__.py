@@ -16,7 +16,14 @@ from schemas.blocks import (
 )
 from schemas.chunks import Chunk, ChunkResult, ChunkStats, ChunkType, SemanticStats
 from schemas.config import ChunkingConfig
-from schemas.inputs import InputError, format_validation_error, parse_input
+from schemas.inputs import (
+    InputError,
+    document_id_from_name,
+    format_validation_error,
+    is_docling_input,
+    parse_config,
+    parse_input,
+)
 from schemas.requests import SCHEMA_VERSION, ChunkRequest
 
 __all__ = [
@@ -36,6 +43,9 @@ __all__ = [
     "SemanticStats",
     "Table",
     "TableCell",
+    "document_id_from_name",
     "format_validation_error",
+    "is_docling_input",
+    "parse_config",
     "parse_input",
 ]

@@ -883,6 +883,13 @@ def test_help_states_limits_and_defaults(command: list[str], fragments: list[str
         assert fragment in text
 
 
+@pytest.mark.parametrize("command", ["chunk", "submit", "evaluate", "evaluate-retrieval"])
+def test_config_help_points_to_the_config_reference(command: str, capsys: Any) -> None:
+    text = _help(command, capsys=capsys)
+    assert "(fields: docs/config.md)" in text
+    assert "README" not in text
+
+
 def test_top_level_help_line() -> None:
     assert build_parser().description == (
         "The longparser command line: chunk documents for retrieval, locally or on the worker fleet."

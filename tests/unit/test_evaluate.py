@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -190,7 +192,7 @@ def test_cli_json_report_runs_the_production_detector(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     encoder = _EvalFakeEncoder(_VECTORS)
-    monkeypatch.setattr(evaluate, "load_encoder", lambda path: encoder)
+    monkeypatch.setattr(evaluate, "load_encoder", lambda path, **_: encoder)
     status = main(["evaluate", _write(tmp_path, _LABELLED), "--threshold", "0.3", "--json"])
     report = json.loads(capsys.readouterr().out)
     assert status == 0
@@ -207,7 +209,7 @@ def test_cli_json_report_runs_the_production_detector(
 def test_cli_text_report_lists_groups(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(evaluate, "load_encoder", lambda path: _EvalFakeEncoder(_VECTORS))
+    monkeypatch.setattr(evaluate, "load_encoder", lambda path, **_: _EvalFakeEncoder(_VECTORS))
     assert main(["evaluate", _write(tmp_path, _LABELLED)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"method adjacent  threshold 0.3  model fake-model  sha256 {'f' * 64}"
@@ -297,7 +299,7 @@ def test_cli_method_and_parameters_from_flags(
     extra: list[str], method: str, parameters: dict[str, float], predicted: list[list[int]],
 ) -> None:
     encoder = _EvalFakeEncoder(_METHOD_VECTORS)
-    monkeypatch.setattr(evaluate, "load_encoder", lambda path: encoder)
+    monkeypatch.setattr(evaluate, "load_encoder", lambda path, **_: encoder)
     assert main(["evaluate", _write(tmp_path, _METHOD_LABELLED), "--json", *extra]) == 0
     report = json.loads(capsys.readouterr().out)
     assert len(encoder.calls) == 1
@@ -314,7 +316,7 @@ def test_cli_method_and_parameters_from_flags(
 def test_cli_method_from_a_config_file_and_flags_over_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(evaluate, "load_encoder", lambda path: _EvalFakeEncoder(_METHOD_VECTORS))
+    monkeypatch.setattr(evaluate, "load_encoder", lambda path, **_: _EvalFakeEncoder(_METHOD_VECTORS))
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"semantic_method": "recommended", "semantic_boundary_cost": 0.5}))
     assert main(["evaluate", _write(tmp_path, _METHOD_LABELLED), "-c", str(config), "--json",
@@ -341,7 +343,7 @@ def test_no_boundary_documents_counts_per_kind() -> None:
         (["--pair-threshold", "1.2"], "--pair-threshold must be within [0, 1], got 1.2"),
         (["--boundary-cost", "-1"], "--boundary-cost must be within [0, 10], got -1.0"),
         (["-c", "{missing}"], "cannot read config"),
-        (["-c", "{bad}"], "invalid config: 1 validation error for ChunkingConfig semantic_methd"),
+        (["-c", "{bad}"], "config.semantic_methd: unknown field, did you mean 'semantic_method'?"),
     ],
 )
 def test_cli_bad_parameters_exit_2(
@@ -458,7 +460,7 @@ def test_cli_retrieval_report(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     encoder = _WordEncoder()
-    monkeypatch.setattr(evaluate, "load_encoder", lambda path: encoder)
+    monkeypatch.setattr(evaluate, "load_encoder", lambda path, **_: encoder)
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"max_tokens": 60, "min_tokens": 0, "overlap_blocks": 0}))
     args = ["evaluate-retrieval", _write(tmp_path, _RETRIEVAL), "-c", str(config), "--budget", "60",
@@ -482,7 +484,7 @@ def test_cli_retrieval_semantic_config_uses_the_encoder_for_boundaries(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     encoder = _WordEncoder()
-    monkeypatch.setattr(evaluate, "load_encoder", lambda path: encoder)
+    monkeypatch.setattr(evaluate, "load_encoder", lambda path, **_: encoder)
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"use_semantic_chunking": True, "semantic_method": "recommended",
                                   "min_tokens": 0, "overlap_blocks": 0}))  # fmt: skip
@@ -522,3 +524,114 @@ def test_cli_retrieval_missing_model_exits_3(
     path = _write(tmp_path, _RETRIEVAL)
     assert main(["evaluate-retrieval", path, "--model-path", str(empty_model_dir)]) == 3
     assert "has no model.safetensors" in capsys.readouterr().err
+
+
+# --- config messages and the encoder backend (both commands) ------------------------------------
+
+
+@pytest.mark.parametrize("command", ["evaluate", "evaluate-retrieval"])
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"semantic_methd": "cohesion"},
+         "config.semantic_methd: unknown field, did you mean 'semantic_method'?"),
+        ({"min_tokens": 500, "max_tokens": 100},
+         "config: min_tokens (500) must be smaller than max_tokens (100): set min_tokens below 100"),
+        ({"semantic_method": "nope"}, "config.semantic_method: Input should be"),
+    ],
+    ids=["typo", "cross-field", "bad-value"],
+)  # fmt: skip
+def test_cli_invalid_config_is_one_line_like_chunk(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, config: dict[str, Any], message: str
+) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    labelled = _write(tmp_path, _RETRIEVAL if command == "evaluate-retrieval" else _LABELLED)
+    assert main([command, labelled, "-c", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"longparser {command}: error: {message}")
+    assert captured.err.count("\n") == 1  # one line
+    assert "Value error" not in captured.err and "validation error" not in captured.err
+
+
+@pytest.fixture
+def settings_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    """``LONGPARSER_*`` variables set by the test, read afresh by the settings, forgotten after."""
+    from config.settings import get_settings
+
+    for name in ("LONGPARSER_ENCODER_BACKEND", "LONGPARSER_TORCH_THREADS", "LONGPARSER_MODEL_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    get_settings.cache_clear()
+    yield monkeypatch
+    get_settings.cache_clear()
+
+
+class _ExportedWordEncoder(_WordEncoder):
+    name = "word-model (onnx-int8)"
+
+
+@pytest.mark.parametrize("command", ["evaluate", "evaluate-retrieval"])
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, {"backend": "torch", "threads": 1}),
+        ({"LONGPARSER_ENCODER_BACKEND": "onnx-int8", "LONGPARSER_TORCH_THREADS": "3"},
+         {"backend": "onnx-int8", "threads": 3}),
+        ({"LONGPARSER_ENCODER_BACKEND": "openvino", "LONGPARSER_MODEL_PATH": "/models/minilm"},
+         {"backend": "openvino", "threads": 1}),
+    ],
+    ids=["default", "onnx-int8", "openvino"],
+)  # fmt: skip
+def test_cli_loads_the_configured_encoder_backend(
+    tmp_path: Path, settings_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: str,
+    env: dict[str, str], expected: dict[str, Any],
+) -> None:
+    for name, value in env.items():
+        settings_env.setenv(name, value)
+    calls: list[tuple[Any, dict[str, Any]]] = []
+
+    def load(path: Any, **kwargs: Any) -> _WordEncoder:
+        calls.append((path, kwargs))
+        return _ExportedWordEncoder()
+
+    settings_env.setattr(evaluate, "load_encoder", load)
+    assert main([command, _write(tmp_path, _RETRIEVAL), "--json"]) == 0
+    assert calls == [(env.get("LONGPARSER_MODEL_PATH"), expected)]
+    assert json.loads(capsys.readouterr().out)["model"] == "word-model (onnx-int8)"  # the encoder's own name
+
+
+def test_cli_model_path_flag_wins_over_the_settings(
+    tmp_path: Path, settings_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings_env.setenv("LONGPARSER_MODEL_PATH", "/models/from-settings")
+    calls: list[Any] = []
+    settings_env.setattr(evaluate, "load_encoder",
+                         lambda path, **_: calls.append(path) or _EvalFakeEncoder(_VECTORS))
+    assert main(["evaluate", _write(tmp_path, _LABELLED), "--model-path", "/models/flag"]) == 0
+    assert calls == ["/models/flag"]
+
+
+def test_cli_without_the_settings_module_uses_torch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "config.settings", None)  # import fails; restored after
+    calls: list[tuple[Any, dict[str, Any]]] = []
+    monkeypatch.setattr(evaluate, "load_encoder",
+                        lambda path, **kw: calls.append((path, kw)) or _EvalFakeEncoder(_VECTORS))
+    assert main(["evaluate", _write(tmp_path, _LABELLED)]) == 0
+    assert calls == [(None, {"backend": "torch", "threads": 1})]
+
+
+def test_cli_backend_that_cannot_load_exits_3(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from loaders.pinned_model import EncoderUnavailable
+
+    def refuse(path: Any, **kwargs: Any) -> Any:
+        raise EncoderUnavailable(f"encoder backend {kwargs['backend']!r} needs onnxruntime; "
+                                 "pip install -e '.[onnx]'")
+
+    monkeypatch.setattr(evaluate, "load_encoder", refuse)
+    assert main(["evaluate", _write(tmp_path, _LABELLED)]) == 3
+    assert "pip install -e '.[onnx]'" in capsys.readouterr().err
