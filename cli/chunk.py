@@ -6,8 +6,8 @@ Usage: ``longparser chunk INPUT.json [-c CONFIG] [-o OUT.json] [--max-tokens N] 
 * INPUT is a JSON list of blocks, a ChunkRequest object, a LongParser Document dump
   (:func:`schemas.parse_input` accepts all three) or a docling ``DoclingDocument``, converted
   here by :mod:`loaders.docling` (docling-core, the ``[docling]`` extra). The document id comes
-  from the input (a DoclingDocument's ``name``), else from the file name (sanitised to the wire
-  pattern).
+  from the input (a DoclingDocument's ``name``, unless it is docling's default ``"Document"``),
+  else from the file name (sanitised to the wire pattern).
 * Config, lowest to highest precedence: the input's own ``config``, ``-c`` (a JSON file or an
   inline JSON object), then the flags (``--max-tokens``, ``--min-tokens``, ``--token-counter``,
   ``--strict``, ``--heading-context``, ``--semantic``).

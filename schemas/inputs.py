@@ -10,7 +10,8 @@ this code):
 * a docling ``DoclingDocument`` (its JSON object, or the model itself), converted to blocks by
   a converter the caller passes in (``loaders.docling.blocks_from_docling``): the conversion
   needs docling-core and belongs to the producer side, while this module is the wire contract
-  and imports neither. The document id is the DoclingDocument's ``name`` when it has one.
+  and imports neither. The document id is the DoclingDocument's ``name`` when it has one of
+  its own (docling's default name ``"Document"`` counts as none), else the caller's default.
 
 Errors name the block (its index in reading order) and the field, e.g.
 ``block 3 (id 'b-3'): table.cells[0].row_index: Field required``, or the config field, e.g.
@@ -31,6 +32,10 @@ from schemas.config import ChunkingConfig
 from schemas.requests import ChunkRequest
 
 DOCLING_SCHEMA_NAME = "DoclingDocument"
+# The name docling gives every document it builds without one (a DocTags conversion, for
+# instance): it names no document, so it is not used as an id - every such document would
+# share it, and each result would replace the previous one in the store.
+DOCLING_DEFAULT_NAME = "Document"
 DOCLING_INSTALL_HINT = "pip install 'longparser-worker[docling]'"
 # A DoclingDocument -> block dicts (wire shape, reading order); ``loaders.docling.blocks_from_docling``.
 # It reports a document it cannot read with a ValueError (one line).
@@ -183,15 +188,21 @@ def _docling_request(
             "a DoclingDocument must be converted to blocks on the producer side: pass the converter "
             f"(loaders.docling.blocks_from_docling; {DOCLING_INSTALL_HINT})"
         )
+    name = data.get("name") if isinstance(data, dict) else getattr(data, "name", None)
+    own_name = isinstance(name, str) and name.strip() != DOCLING_DEFAULT_NAME
+    document_id = (document_id_from_name(name) if own_name else None) or default_document_id
+    if not document_id:  # said before the conversion, which is the costly part
+        raise InputError(
+            "document_id: missing: the DoclingDocument has no name of its own (docling's default "
+            f"{DOCLING_DEFAULT_NAME!r} counts as none); set its name to the document's id"
+        )
     try:
         blocks = docling(data)
     except InputError:
         raise
     except ValueError as exc:  # the converter's one-line "cannot read this document"
         raise InputError(" ".join(str(exc).split())) from None
-    name = data.get("name") if isinstance(data, dict) else getattr(data, "name", None)
-    document_id = document_id_from_name(name) if isinstance(name, str) else None
-    return {"document_id": document_id or default_document_id, "blocks": blocks}
+    return {"document_id": document_id, "blocks": blocks}
 
 
 def _request_dict(

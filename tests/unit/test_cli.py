@@ -796,8 +796,9 @@ def _paper() -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("name", "file_name", "document_id"),
     [("2206.01062", "paper.docling.json", "2206.01062"), ("Q3 report (final)", "x.json", "Q3-report-final-"),
-     ("", "paper.docling.json", "paper"), ("***", "my doc.json", "my-doc")],
-    ids=["name", "unsafe-name", "no-name", "unusable-name"],
+     ("", "paper.docling.json", "paper"), ("***", "my doc.json", "my-doc"),
+     ("Document", "2206.01062-doctags.docling.json", "2206.01062-doctags")],
+    ids=["name", "unsafe-name", "no-name", "unusable-name", "docling-default-name"],
 )
 def test_docling_document_chunks_like_its_conversion(
     name: str, file_name: str, document_id: str, tmp_path: Path, capsys: Any, no_resources: Any
@@ -816,6 +817,17 @@ def test_docling_document_chunks_like_its_conversion(
     assert without_timings(printed) == expected_result(
         blocks_from_docling(_paper()), document_id, max_tokens=256, min_tokens=50
     )
+
+
+def test_doctags_conversion_is_named_after_its_file(capsys: Any, no_resources: Any) -> None:
+    """docling names a DocTags conversion "Document"; that names no document, the file name does."""
+    path = DOCLING / "2206.01062-doctags.docling.json"
+    assert json.loads(path.read_text(encoding="utf-8"))["name"] == "Document"
+
+    code, out, err = run_cli(["chunk", str(path)], capsys)
+
+    assert (code, err) == (0, "")
+    assert json.loads(out)["document_id"] == "2206.01062-doctags"
 
 
 def test_docling_document_without_docling_core_exits_2_naming_the_extra(

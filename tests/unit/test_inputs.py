@@ -110,7 +110,10 @@ def test_parse_config_returns_the_config() -> None:
 @pytest.mark.parametrize(
     ("name", "default", "document_id"),
     [("2206.01062", "file", "2206.01062"), ("Q3 report (final)", "file", "Q3-report-final-"),
-     ("", "file", "file"), ("***", "file", "file"), (None, "file", "file")],
+     ("", "file", "file"), ("***", "file", "file"), (None, "file", "file"),
+     ("Document", "file", "file"), ("Document ", "file", "file"), ("Documents", "file", "Documents")],
+    ids=["name", "unsafe-name", "empty", "unusable", "none", "docling-default", "docling-default-spaced",
+         "not-the-default"],
 )
 def test_docling_document_id_is_its_name_else_the_default(name: Any, default: str, document_id: str) -> None:
     calls: list[Any] = []
@@ -122,6 +125,32 @@ def test_docling_document_id_is_its_name_else_the_default(name: Any, default: st
     assert calls == [document]
     assert (request.document_id, [b.block_id for b in request.blocks]) == (document_id, ["b1"])
     assert request.config.max_tokens == 256
+
+
+@pytest.mark.parametrize("name", ["Document", None, "***"])
+def test_docling_document_without_a_name_of_its_own_or_a_default_is_refused_before_converting(
+    name: Any,
+) -> None:
+    calls: list[Any] = []
+    with pytest.raises(InputError) as info:
+        parse_input({"schema_name": "DoclingDocument", "name": name}, docling=stub_converter(calls))
+    assert str(info.value) == (
+        "document_id: missing: the DoclingDocument has no name of its own (docling's default "
+        "'Document' counts as none); set its name to the document's id"
+    )
+    assert calls == []  # the conversion is not paid for a request that cannot be sent
+
+
+def test_docling_default_name_is_docling_s_own() -> None:
+    """The name treated as "no name" is the one docling gives a document converted from DocTags."""
+    import inspect
+
+    from docling_core.types.doc import DoclingDocument
+
+    from schemas.inputs import DOCLING_DEFAULT_NAME
+
+    parameters = inspect.signature(DoclingDocument.load_from_doctags).parameters
+    assert parameters["document_name"].default == DOCLING_DEFAULT_NAME
 
 
 def test_docling_model_object_is_recognised() -> None:
