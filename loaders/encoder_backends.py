@@ -15,6 +15,7 @@ for it refuses to start; nothing falls back to torch.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -23,18 +24,44 @@ from typing import Any
 import numpy as np
 
 from loaders.export import EXPORTED_BACKENDS, EXTRA_HINT, INPUT_NAMES, ensure_exported
-from loaders.pinned_model import MODEL_NAME, EncoderUnavailable
+from loaders.pinned_model import INSTALL_HINT, MODEL_NAME, EncoderUnavailable
 from loaders.windows import TextWindows, embed_in_windows
 from schemas.config import MODEL_WINDOW
 
 logger = logging.getLogger(__name__)
 
 BACKENDS = ("torch", *EXPORTED_BACKENDS)
+# The package each backend runs on (the torch path through sentence-transformers) and what
+# installs it: the loaders import it, the worker's start-up check only looks for it.
+RUNTIME_MODULE = {
+    "torch": "sentence_transformers",
+    "onnx": "onnxruntime",
+    "onnx-int8": "onnxruntime",
+    "openvino": "openvino",
+}
+RUNTIME_HINT = {"torch": INSTALL_HINT, **EXTRA_HINT}
 # Texts per forward pass. Smaller than the torch path's 64: a batch of 8 keeps a layer's
 # activations in the CPU caches, which all three runtimes measured faster (docs/encoders.md);
 # the torch path keeps its batch, so its vectors stay the seed's to the bit.
 ENCODE_BATCH = 8
 Runner = Callable[[dict[str, np.ndarray]], np.ndarray]
+
+
+def missing_runtime(backend: str) -> str | None:
+    """What to install when ``backend``'s runtime package is absent, else None.
+
+    Looks the package up without importing it, so a process that has not loaded a model yet
+    (the worker's parent, before it forks) pays for no SDK import.
+
+    Raises:
+        KeyError: ``backend`` is not one of :data:`BACKENDS`.
+    """
+    module = RUNTIME_MODULE[backend]
+    if importlib.util.find_spec(module) is not None:
+        return None
+    if backend == "torch":
+        return f"sentence-transformers is not installed; {RUNTIME_HINT[backend]}"
+    return f"encoder backend {backend!r} needs {module}, which is not installed; {RUNTIME_HINT[backend]}"
 
 
 def backend_model_name(backend: str, detail: str | None = None) -> str:
@@ -115,7 +142,7 @@ def _runtime(backend: str, module: str) -> Any:
     except Exception as exc:  # ImportError, or a broken native library raising OSError
         raise EncoderUnavailable(
             f"encoder backend {backend!r} needs {module}, which cannot be imported "
-            f"({exc}); {EXTRA_HINT[backend]}"
+            f"({exc}); {RUNTIME_HINT[backend]}"
         ) from exc
 
 
@@ -175,7 +202,7 @@ def load_exported_encoder(
     """
     if backend not in RUNNERS:
         raise EncoderUnavailable(f"unknown encoder backend {backend!r}; one of {', '.join(BACKENDS)}")
-    _runtime(backend, "onnxruntime" if backend.startswith("onnx") else "openvino")  # before any export
+    _runtime(backend, RUNTIME_MODULE[backend])  # before any export
     directory, manifest = ensure_exported(
         backend, model_dir, source_sha256, cache_dir=cache_dir, threads=threads
     )

@@ -2,15 +2,14 @@
 
 Celery swallows (logs) exceptions raised by signal receivers, so "refuse to start" is explicit:
 the parent checks, before forking, that the Redis it will trust does not evict and that the
-resources the operator asked for can be loaded (a semantic worker's model and its digest, a
-word list or language ID set explicitly), and exits with ONE line saying what to change. A child
-whose resources still fail to build logs the reason, asks the parent to shut down and exits,
-instead of serving tasks without them.
+resources the operator asked for can be loaded (a semantic worker's model, its digest and the
+package its encoder backend runs on, a word list or language ID set explicitly), and exits with
+ONE line saying what to change. A child whose resources still fail to build logs the reason,
+asks the parent to shut down and exits, instead of serving tasks without them.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import signal
@@ -22,8 +21,9 @@ from celery.signals import after_setup_logger, worker_init, worker_process_init,
 
 from config.logging import set_levels
 from config.settings import Settings
+from loaders.encoder_backends import missing_runtime
 from loaders.errors import ResourceUnavailable
-from loaders.pinned_model import INSTALL_HINT, PINNED_SHA256, EncoderUnavailable, checked_model_dir
+from loaders.pinned_model import PINNED_SHA256, EncoderUnavailable, checked_model_dir
 from loaders.resources import build_resources
 from service.redis_client import TRANSIENT_ERRORS, masked, redis_client
 from worker.context import child_context, parent_context
@@ -32,14 +32,16 @@ from worker.redis_checks import UnsafeRedis, inspect_redis
 logger = logging.getLogger(__name__)
 
 
-def preflight_semantic(model_path: str | None) -> None:
-    """Raise :class:`EncoderUnavailable` unless the SDK and the pinned model are installed.
+def preflight_semantic(model_path: str | None, backend: str = "torch") -> None:
+    """Raise :class:`EncoderUnavailable` unless ``backend``'s runtime and the pinned model are
+    installed (the message names the extra to install).
 
-    Runs in the parent before forking, so it must not import torch: it only locates the SDK
-    and hashes the weights file.
+    Runs in the parent before forking, so it must not import torch, ONNX Runtime or OpenVINO:
+    it only locates the backend's package and hashes the weights file.
     """
-    if importlib.util.find_spec("sentence_transformers") is None:
-        raise EncoderUnavailable(f"sentence-transformers is not installed; {INSTALL_HINT}")
+    message = missing_runtime(backend)
+    if message:
+        raise EncoderUnavailable(message)
     checked_model_dir(model_path, PINNED_SHA256)
 
 
@@ -75,7 +77,7 @@ def check_worker_can_start(settings: Settings) -> None:
     try:
         preflight_redis(settings)
         if settings.semantic_enabled:
-            preflight_semantic(settings.model_path)
+            preflight_semantic(settings.model_path, settings.encoder_backend)
         preflight_quality(settings)
     except EncoderUnavailable as exc:
         raise SystemExit(f"longparser worker: semantic mode enabled but the model is unavailable: {exc}"

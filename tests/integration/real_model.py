@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from loaders.encoder import OFFLINE_ENV, QUIET_ENV, SentenceTransformerEncoder, load_encoder
-from loaders.encoder_backends import BACKENDS, ExportedEncoder
+from loaders.encoder_backends import BACKENDS, RUNTIME_MODULE, ExportedEncoder
 from loaders.pinned_model import (
     INSTALL_HINT,
     PINNED_SHA256,
@@ -44,7 +44,7 @@ from loaders.pinned_model import (
 RESTORED_ENV = (*OFFLINE_ENV, *QUIET_ENV, "OMP_NUM_THREADS", "MKL_NUM_THREADS", "XDG_CACHE_HOME")
 # The module each exported backend runs on: with no --encoder-backend, a backend is selected when
 # it is importable (make test-real installs them all and names them, so none can go missing).
-RUNTIME = {"onnx": "onnxruntime", "onnx-int8": "onnxruntime", "openvino": "openvino"}
+RUNTIME = {backend: module for backend, module in RUNTIME_MODULE.items() if backend != "torch"}
 
 
 @dataclass(frozen=True)

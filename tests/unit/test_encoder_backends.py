@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import re
 import sys
 import threading
 import types
@@ -491,6 +492,20 @@ def test_settings_name_exactly_the_loader_backends(monkeypatch: pytest.MonkeyPat
     assert field.default == "torch"
     monkeypatch.setenv("LONGPARSER_ENCODER_BACKEND", "openvino")
     assert Settings().encoder_backend == "openvino"
+
+
+def test_every_backend_names_its_package_and_an_extra_that_installs_it() -> None:
+    import tomllib
+
+    from loaders.encoder_backends import RUNTIME_HINT, RUNTIME_MODULE
+
+    assert tuple(RUNTIME_MODULE) == tuple(RUNTIME_HINT) == BACKENDS
+    extras = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())[
+        "project"]["optional-dependencies"]
+    for backend, hint in RUNTIME_HINT.items():
+        [extra] = re.findall(r"pip install -e '\.\[([a-z-]+)\]'", hint)
+        packages = {re.split(r"[<>=\[ ]", requirement)[0].replace("-", "_") for requirement in extras[extra]}
+        assert RUNTIME_MODULE[backend] in packages, (backend, extra)
 
 
 def test_worker_builds_its_resources_with_the_configured_backend(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,6 +7,7 @@ back what a worker held when its broker connection dropped.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -109,7 +110,7 @@ def test_an_explicit_word_list_that_cannot_be_read_refuses_to_start(
 def test_structural_worker_skips_the_semantic_preflight(
     isolated_settings: str, monkeypatch: pytest.MonkeyPatch  # noqa: F811
 ) -> None:
-    monkeypatch.setattr(worker.signals, "preflight_semantic", lambda _: pytest.fail("preflight ran"))
+    monkeypatch.setattr(worker.signals, "preflight_semantic", lambda *_: pytest.fail("preflight ran"))
     monkeypatch.setattr(worker.signals, "preflight_redis", lambda settings: None)
     worker.signals.check_worker_can_start(Settings(word_list_path=None))
 
@@ -120,7 +121,7 @@ def test_semantic_worker_refuses_to_start_without_its_model_saying_so_once(
 ) -> None:
     settings = Settings(semantic_enabled=True, model_path=str(tmp_path), word_list_path=None,
                         language_id=False)
-    monkeypatch.setattr(worker.signals.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
     monkeypatch.setattr(worker.signals, "preflight_redis", lambda settings: None)
     with pytest.raises(SystemExit) as caught:
         worker.signals.check_worker_can_start(settings)
@@ -131,13 +132,53 @@ def test_semantic_worker_refuses_to_start_without_its_model_saying_so_once(
     assert "embeddings-cpu" not in caplog.text  # the install hint is printed once, by the exit
 
 
-def test_semantic_worker_refuses_to_start_without_the_sdk(
-    isolated_settings: str, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+@pytest.mark.parametrize(
+    ("backend", "module", "message"),
+    [
+        ("torch", "sentence_transformers",
+         "sentence-transformers is not installed; install the CPU embedding stack: "),
+        ("onnx", "onnxruntime",
+         "encoder backend 'onnx' needs onnxruntime, which is not installed; pip install -e '.[onnx]'"),
+        ("onnx-int8", "onnxruntime",
+         "encoder backend 'onnx-int8' needs onnxruntime, which is not installed; pip install -e '.[onnx]'"),
+        ("openvino", "openvino",
+         "encoder backend 'openvino' needs openvino, which is not installed; pip install -e '.[openvino]'"),
+    ],
+)  # fmt: skip
+def test_semantic_worker_refuses_to_start_without_its_backend_s_package(
+    isolated_settings: str, monkeypatch: pytest.MonkeyPatch, backend: str, module: str,  # noqa: F811
+    message: str,
 ) -> None:
-    monkeypatch.setattr(worker.signals.importlib.util, "find_spec", lambda name: None)
+    looked_up: list[str] = []
+
+    def find_spec(name: str) -> Any:
+        looked_up.append(name)
+        return None if name == module else object()
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     monkeypatch.setattr(worker.signals, "preflight_redis", lambda settings: None)
-    with pytest.raises(SystemExit, match="sentence-transformers is not installed"):
-        worker.signals.check_worker_can_start(Settings(semantic_enabled=True))
+    monkeypatch.setattr(worker.signals, "checked_model_dir", lambda *_: pytest.fail("weights hashed first"))
+    with pytest.raises(SystemExit) as caught:
+        worker.signals.check_worker_can_start(Settings(semantic_enabled=True, encoder_backend=backend))
+    text = str(caught.value)
+    prefix = "longparser worker: semantic mode enabled but the model is unavailable: "
+    assert text.startswith(prefix + message)
+    assert "\n" not in text
+    assert looked_up == [module]  # the configured backend's package only, located, not imported
+
+
+@pytest.mark.parametrize("backend", ["torch", "onnx", "onnx-int8", "openvino"])
+def test_semantic_preflight_passes_when_the_backend_s_package_is_there(
+    isolated_settings: str, monkeypatch: pytest.MonkeyPatch, backend: str  # noqa: F811
+) -> None:
+    from loaders.encoder_backends import RUNTIME_MODULE
+
+    present = {RUNTIME_MODULE[backend]}
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object() if name in present else None)
+    checked: list[Any] = []
+    monkeypatch.setattr(worker.signals, "checked_model_dir", lambda *args: checked.append(args))
+    worker.signals.preflight_semantic("/models/minilm", backend)
+    assert checked == [("/models/minilm", worker.signals.PINNED_SHA256)]
 
 
 def test_child_that_cannot_build_its_context_stops_the_worker(monkeypatch: pytest.MonkeyPatch) -> None:
