@@ -84,6 +84,7 @@ _OP_CHARS = "=+*^<>−±×·÷≤≥≠≈≡∝∈∉⊂⊆∪∩→⇒⇔"
 _ASCII_OPS = "=+*^<>"
 _UNICODE_OPS = frozenset(_OP_CHARS) - frozenset(_ASCII_OPS)
 _NO_SYMBOLS: frozenset[str] = frozenset()
+_NO_MATH = (0, 0, _NO_SYMBOLS)  # (math characters, Greek letters, symbols) of an ASCII text
 _WINDOW = 40  # characters of left context examined before an operator
 _MAX_OPS = 64  # operators examined per text (a formula has few; bounds pathological input)
 _SCRIPT = r"(?:\{[^{}\n]{1,16}\}|[A-Za-z0-9]{1,3}\b)"
@@ -148,7 +149,7 @@ def _math_scan(text: str) -> tuple[int, int, frozenset[str]]:
     in CPython and no math character is ASCII.
     """
     if text.isascii():
-        return 0, 0, _NO_SYMBOLS
+        return _NO_MATH
     symbols = _MATH_RE.findall(text)
     n_greek = sum(map(_GREEK_SET.__contains__, symbols))
     if n_greek >= 3:  # only then can a Greek word (3+ letters) be present
@@ -255,7 +256,7 @@ def _open_kinds(gates: frozenset[str] | None) -> int:
 
 def pattern_kinds(text: str) -> list[str]:
     """The equation-like pattern kinds found in ``text`` (each counts once)."""
-    candidate = _Candidate(text, None)
+    candidate = _Candidate(text, None, _gates(text))
     return [name for name, chars, test in _KINDS if candidate.may_hold(chars) and test(candidate)]
 
 
@@ -311,18 +312,24 @@ def _level_points(value: float, levels: tuple[tuple[float, float], ...], strict:
     return 0.0
 
 
+def _gates(text: str) -> frozenset[str] | None:
+    """The pattern characters an ASCII text holds, digits read as "0" (None: not ASCII, so
+    every kind may occur)."""
+    if not text.isascii():
+        return None
+    return frozenset(text.encode("ascii").translate(_DIGITS_AS_ZERO, _NOT_GATES).decode())
+
+
 class _Candidate:
     """A text (and the text before it) with the shared measurements computed once, on demand."""
 
     __slots__ = ("_ops", "gates", "n_greek", "n_math", "previous", "symbols", "text")
 
-    def __init__(self, text: str, previous: str | None) -> None:
-        self.text, self.previous = text, previous
-        self.n_math, self.n_greek, self.symbols = _math_scan(text)
+    def __init__(self, text: str, previous: str | None, gates: frozenset[str] | None) -> None:
+        self.text, self.previous, self.gates = text, previous, gates
+        # an ASCII text (gates known) holds no math character
+        self.n_math, self.n_greek, self.symbols = _math_scan(text) if gates is None else _NO_MATH
         self._ops: list[int] | None = None
-        # the pattern characters an ASCII text holds (None: not ASCII, every kind may occur)
-        self.gates = frozenset(text.encode("ascii").translate(_DIGITS_AS_ZERO, _NOT_GATES).decode()) \
-            if text.isascii() else None
 
     def may_hold(self, chars: str) -> bool:
         """Whether a pattern needing one of ``chars`` (in ASCII text) can occur here."""
@@ -407,7 +414,7 @@ def equation_signals(text: str, previous_text: str | None = None) -> dict[str, f
         text: the candidate block's text.
         previous_text: the preceding block's text (its ending may announce a formula).
     """
-    candidate = _Candidate(text, previous_text)
+    candidate = _Candidate(text, previous_text, _gates(text))
     if candidate.is_ornament():
         return {name: 0.0 for name, _, _, _ in SIGNALS}
     return {name: measure(candidate) for name, _, measure, _ in SIGNALS}
@@ -418,6 +425,15 @@ def equation_score(text: str, previous_text: str | None = None) -> float:
     return sum(equation_signals(text, previous_text).values())
 
 
+@lru_cache(maxsize=1024)
+def _plan(gates: frozenset[str] | None) -> tuple[float, tuple[tuple[Any, float], ...]]:
+    """For a text holding ``gates``: the most points it can score, and the signals that can give
+    any, as ``(measure, most points)`` cheapest first (read from :data:`SIGNALS` by :func:`_bounds`)."""
+    bounds = _bounds(gates)
+    steps = tuple((measure, most) for (_, _, measure, _), most in zip(SIGNALS, bounds, strict=True) if most)
+    return sum(bounds), steps
+
+
 def looks_like_equation(text: str, previous_text: str | None = None) -> bool:
     """Whether :func:`equation_score` reaches :data:`EQUATION_THRESHOLD`, deciding early.
 
@@ -425,15 +441,19 @@ def looks_like_equation(text: str, previous_text: str | None = None) -> bool:
     cheapest first and the answer is returned as soon as it can no longer change: most prose is
     decided by its bounds and the lead-in test alone.
     """
-    candidate = _Candidate(text, previous_text)
+    gates = _gates(text)
+    still_possible, steps = _plan(gates)
+    if still_possible < EQUATION_THRESHOLD:
+        return False
+    candidate = _Candidate(text, previous_text, gates)
     if candidate.is_ornament():
         return False
-    bounds = _bounds(candidate.gates)
-    total, still_possible = 0.0, sum(bounds)
-    for (_, _, measure, _), most in zip(SIGNALS, bounds, strict=True):
-        if total >= EQUATION_THRESHOLD or total + still_possible < EQUATION_THRESHOLD:
-            break
+    total = 0.0
+    for measure, most in steps:
         still_possible -= most
-        if most:
-            total += measure(candidate)
-    return total >= EQUATION_THRESHOLD
+        total += measure(candidate)
+        if total >= EQUATION_THRESHOLD:
+            return True
+        if total + still_possible < EQUATION_THRESHOLD:
+            return False
+    return False

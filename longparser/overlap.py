@@ -48,8 +48,11 @@ def overlap_candidates(previous: Draft, n: int) -> list[Part]:
     return picked
 
 
-def _fitted(picked: list[Part], current: Draft, budget: Budget, cap: int | None) -> tuple[str, list[Part]]:
-    """The overlap text that may go before ``current``, and the paragraphs it copies from.
+def _fitted(
+    picked: list[Part], current: Draft, budget: Budget, cap: int | None
+) -> tuple[str, list[Part], int | None]:
+    """The overlap text that may go before ``current``, the paragraphs it copies from, and its
+    units when they are known without measuring it (whole paragraphs, an additive counter).
 
     Whole paragraphs are dropped from the start until the rest fits (the share cap, and in
     strict mode the room ``current`` has left); a last paragraph still too long keeps its end,
@@ -72,15 +75,16 @@ def _fitted(picked: list[Part], current: Draft, budget: Budget, cap: int | None)
 
     while picked:
         text = OVERLAP_SEPARATOR.join([piece.text for piece in picked])
-        if allowed(text, sum(piece.units for piece in picked)):
-            return text, picked
+        units = sum(piece.units for piece in picked)
+        if allowed(text, units):
+            return text, picked, units if budget.counter.additive else None
         if len(picked) == 1:
             break
         picked = picked[1:]
     if not picked:
-        return "", []
+        return "", [], None
     tail = fitting_tail(picked[0].text, allowed)
-    return (tail, picked) if tail else ("", [])
+    return (tail, picked, None) if tail else ("", [], None)
 
 
 def apply_overlap(drafts: list[Draft], n: int, budget: Budget, max_share: float | None) -> None:
@@ -96,7 +100,7 @@ def apply_overlap(drafts: list[Draft], n: int, budget: Budget, max_share: float 
         picked = overlap_candidates(previous, n)
         if not picked or current.body.startswith(OVERLAP_SEPARATOR.join([piece.text for piece in picked])):
             continue
-        text, copied = _fitted(picked, current, budget, cap)
+        text, copied, units = _fitted(picked, current, budget, cap)
         if text:
-            current.set_prefix(text + OVERLAP_SEPARATOR, budget.measure(text))
+            current.set_prefix(text + OVERLAP_SEPARATOR, budget.measure(text) if units is None else units)
             current.overlap_ids = [piece.rec.block_id for piece in copied]

@@ -4,7 +4,7 @@ The caller's blocks are never touched: each kept block becomes a :class:`Rec`, a
 record that the later stages read instead of the caller's model or dict (attribute access on
 a slotted object is several times cheaper than on a model, and re-tagging a record cannot
 mutate the caller's Block or dict). prepare reads each block's fields as
-:mod:`longparser.intake` hands them over (validated, Block's defaults applied).
+:mod:`longparser.intake` hands them over (a dict, validated, Block's defaults applied).
 
 Decisions (docs/chunking.md has the rules):
 
@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import string
 from collections.abc import Iterable
+from typing import Any
 
 from longparser.equations import looks_like_equation
 from longparser.tables import Grid, build_grid
 from longparser.tokens import TokenCounter
-from schemas import Block, ChunkingConfig
+from schemas import ChunkingConfig
 
 _SEPARATOR_CHARS = frozenset("_-=.·•") | frozenset(chr(c) for c in range(0x2500, 0x2580))
 # A block whose text starts with one of these is neither blank nor separator-only: unless it is a
@@ -100,9 +101,9 @@ def exclusion_reason(kind: str, text: str, has_cells: bool, exclude_headers_foot
 
 
 def prepare(
-    blocks: Iterable[Block], config: ChunkingConfig, counter: TokenCounter
+    blocks: Iterable[dict[str, Any]], config: ChunkingConfig, counter: TokenCounter
 ) -> tuple[list[Rec], dict[str, int], int]:
-    """Exclude, re-tag and convert blocks (validated: see :mod:`longparser.intake`).
+    """Exclude, re-tag and convert blocks (their validated fields: see :mod:`longparser.intake`).
 
     Every kept block's text is measured once, in one batch (a tokenizer counter batches them).
 
@@ -119,7 +120,7 @@ def prepare(
     last_list: list[str] | None = None
     path: tuple[str, ...] = ()
     for pos, block in enumerate(blocks):
-        kind, text, table = block.type, block.text, block.table
+        kind, text, table = block["type"], block["text"], block["table"]
         cells = None if table is None else table["cells"]
         if text[:1] not in _KEPT_FIRST_CHARS or kind in _HEADER_FOOTER:
             reason = exclusion_reason(kind, text, bool(cells), drop_hf)
@@ -129,12 +130,12 @@ def prepare(
         if detect and kind == "paragraph" and looks_like_equation(text, previous_text):
             kind = "equation"
             retagged += 1
-        if block.hierarchy_path != last_list:  # consecutive blocks share one path tuple
-            last_list = block.hierarchy_path
+        if block["hierarchy_path"] != last_list:  # consecutive blocks share one path tuple
+            last_list = block["hierarchy_path"]
             path = tuple(last_list)
         grid = build_grid(cells) if kind == "table" and cells else None
-        records.append(Rec(pos, block.block_id, kind, text, block.provenance["page_number"], path,
-                           block.confidence["overall"], grid))
+        records.append(Rec(pos, block["block_id"], kind, text, block["provenance"]["page_number"], path,
+                           block["confidence"]["overall"], grid))
         previous_text = text
     counted = [rec for rec in records if rec.kind != "table"]
     for rec, units in zip(counted, counter.measure([rec.text for rec in counted]), strict=True):

@@ -34,7 +34,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from operator import add, itemgetter, mul
 from typing import TypedDict
 
@@ -75,20 +75,34 @@ def clean_texts(texts: list[str | None]) -> list[str]:
     return [text if text.isprintable() else " ".join(text.split()) for text in cleaned]
 
 
+def _row_major(rows: list[int], cols: list[int], cells: Sequence[TableCell]) -> bool:
+    """Whether the cells cover a full rows x columns grid once each, row by row, without spans
+    (the usual extractor output): then each cell's position is its own index. C-level passes."""
+    n_rows, n_cols = rows[-1] + 1, cols[-1] + 1
+    return (
+        len(cells) == n_rows * n_cols
+        and cols == list(range(n_cols)) * n_rows
+        and rows == list(chain.from_iterable(map(repeat, range(n_rows), repeat(n_cols))))
+        and max(map(_ROW_SPAN, cells)) == 1
+        and max(map(_COL_SPAN, cells)) == 1
+    )
+
+
 def _positions(
-    cells: Sequence[TableCell], row_ids: list[int], col_ids: list[int]
+    cells: Sequence[TableCell], rows: list[int], cols: list[int],
+    row_ids: Sequence[int], col_ids: Sequence[int],
 ) -> tuple[list[int], Sequence[int]]:
     """Every grid position the cells cover, in cell order: ``(flat positions, owning cell index)``.
 
-    A span covers the grid rows/columns whose index falls in its range (clipped to the grid).
-    Tables are usually span-free, one position per cell: that case is computed column-wise in
-    C; a table with spans is expanded cell by cell.
+    ``rows``/``cols``: each cell's row and column index. A span covers the grid rows/columns
+    whose index falls in its range (clipped to the grid). A span-free table has one position per
+    cell, computed column-wise in C; a table with spans is expanded cell by cell.
     """
     width = len(col_ids)
     row_at = {r: i for i, r in enumerate(row_ids)}.__getitem__
     col_at = {c: j for j, c in enumerate(col_ids)}.__getitem__
-    row_starts = map(mul, map(row_at, map(_ROW, cells)), repeat(width))
-    firsts = list(map(add, row_starts, map(col_at, map(_COL, cells))))
+    row_starts = map(mul, map(row_at, rows), repeat(width))
+    firsts = list(map(add, row_starts, map(col_at, cols)))
     if max(map(_ROW_SPAN, cells)) == 1 and max(map(_COL_SPAN, cells)) == 1:
         return firsts, range(len(cells))
     positions: list[int] = []
@@ -103,7 +117,7 @@ def _positions(
     return positions, owners
 
 
-def _flagged_rows(cells: Sequence[TableCell], row_ids: list[int]) -> list[int]:
+def _flagged_rows(cells: Sequence[TableCell], row_ids: Sequence[int]) -> list[int]:
     """Grid rows covered by a cell flagged ``column_header``."""
     flagged: set[int] = set()
     for cell in filter(_HEADER, cells):
@@ -145,21 +159,23 @@ def build_grid(cells: Sequence[TableCell]) -> Grid:
     not a billion (the grid's size is bounded by the number of cells). Each cell's text fills
     every position it covers; where non-empty texts overlap, the first cell's wins.
     """
-    row_ids = sorted(set(map(_ROW, cells)))
-    col_ids = sorted(set(map(_COL, cells)))
-    width = len(col_ids)
+    rows, cols = list(map(_ROW, cells)), list(map(_COL, cells))
     texts = clean_texts(list(map(_TEXT, cells)))
-    positions, owners = _positions(cells, row_ids, col_ids)
-    written = texts if isinstance(owners, range) else list(map(texts.__getitem__, owners))
-    size = len(row_ids) * width
-    if len(positions) == size and positions == list(range(size)):
-        flat = written  # each position written once, in order (the usual extractor output)
+    row_ids: Sequence[int]
+    col_ids: Sequence[int]
+    if _row_major(rows, cols, cells):
+        row_ids, col_ids = range(rows[-1] + 1), range(cols[-1] + 1)
+        flat = texts  # each position written once, in order
     else:
+        row_ids, col_ids = sorted(set(rows)), sorted(set(cols))
+        positions, owners = _positions(cells, rows, cols, row_ids, col_ids)
+        written = texts if isinstance(owners, range) else list(map(texts.__getitem__, owners))
         # Empty texts never fill a position; among the rest the first write must win, so the
         # writes are applied last to first (a dict keeps the last value given for a key).
         filled = dict(zip(reversed(list(compress(positions, written))), reversed(list(filter(None, written))),
                           strict=True))
-        flat = list(map(filled.get, range(size), repeat("")))
+        flat = list(map(filled.get, range(len(row_ids) * len(col_ids)), repeat("")))
+    width = len(col_ids)
     grid = [flat[k : k + width] for k in range(0, len(flat), width)]
     header_rows = _flagged_rows(cells, row_ids) or _inferred_header_rows(grid)
     columns = []
@@ -171,8 +187,7 @@ def build_grid(cells: Sequence[TableCell]) -> Grid:
                 parts.append(text)
         columns.append(" / ".join(parts) or f"col_{index}")
     skip = set(header_rows)
-    rows = [row for r, row in enumerate(grid) if r not in skip and any(row)]
-    return Grid(columns, rows)
+    return Grid(columns, [row for r, row in enumerate(grid) if r not in skip and any(row)])
 
 
 def _all_match(pattern: re.Pattern[str], values: str) -> bool:

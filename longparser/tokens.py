@@ -21,17 +21,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from itertools import compress
 from typing import Protocol
 
 TOKENS_PER_WORD = 1.33
 ESTIMATE_NAME = "estimate"
 
 # ASCII whitespace as str.split() sees it (str.isspace: \t \n \v \f \r, \x1c-\x1f, space) -> b" ",
-# every other byte -> b"w": a word starts at each b" w" and at a leading b"w". In a batch, NUL
-# separates the texts (which then hold none) and is kept.
+# every other byte -> b"w": a word starts at each b" w" and at a leading b"w".
 _WORD_RUN_TABLE = bytes(32 if chr(b).isspace() else ord("w") for b in range(128)) + b"w" * 128
-_BATCH_RUN_TABLE = b"\0" + _WORD_RUN_TABLE[1:]
 
 
 class TokenCounter(Protocol):
@@ -58,10 +55,6 @@ def count(counter: TokenCounter, text: str) -> int:
     return counter.join(text, counter.measure((text,)))
 
 
-def _words_in_runs(runs: bytes) -> int:
-    return runs.count(b" w") + runs.startswith(b"w")
-
-
 def word_count(text: str) -> int:
     """Whitespace words of ``text``: exactly ``len(text.split())``, the unit of the DEC-04 estimate.
 
@@ -70,20 +63,8 @@ def word_count(text: str) -> int:
     """
     if not text.isascii():
         return len(text.split())
-    return _words_in_runs(text.encode("ascii").translate(_WORD_RUN_TABLE))
-
-
-def word_counts(texts: Sequence[str]) -> list[int]:
-    """``[word_count(text) for text in texts]``, the ASCII texts translated in one batch."""
-    is_ascii = list(map(str.isascii, texts))
-    plain = list(compress(texts, is_ascii))
-    joined = "\0".join(plain)
-    if joined.count("\0") != len(plain) - 1:  # a text holds the separator itself
-        return list(map(word_count, texts))
-    runs = joined.encode("ascii").translate(_BATCH_RUN_TABLE).split(b"\0")
-    ascii_counts = iter(map(_words_in_runs, runs))
-    return [next(ascii_counts) if flag else len(text.split())
-            for text, flag in zip(texts, is_ascii, strict=True)]
+    runs = text.encode("ascii").translate(_WORD_RUN_TABLE)
+    return runs.count(b" w") + runs.startswith(b"w")
 
 
 def estimate_for_words(words: int) -> int:
@@ -112,7 +93,7 @@ class EstimateCounter:
     additive = True
 
     def measure(self, texts: Sequence[str]) -> list[int]:
-        return word_counts(texts)
+        return list(map(word_count, texts))
 
     def join(self, text: str, units: Sequence[int]) -> int:
         return estimate_for_words(sum(units))

@@ -11,11 +11,13 @@ import gc
 import re
 
 import pytest
+from pydantic import ValidationError
 
 import longparser.prepare as prepare_module
 from longparser import chunk_blocks, chunk_request
 from longparser.ids import chunk_id
 from schemas import Block, ChunkRequest
+from schemas.blocks import validate_block_fields
 from tests.unit.engine_helpers import PEOPLE, run_engine, table_dict, view, words
 
 # --- B01 empty input ------------------------------------------------------------------------------
@@ -157,3 +159,34 @@ def test_B13_reading_order_of_prose_lists_and_tables(make_block):
     ]
     firsts = [int(c.block_ids[0][1:]) for c in result.chunks]
     assert firsts == sorted(firsts)
+
+
+# --- intake: a dict is read in the shape of a Block's fields --------------------------------------
+
+_INTAKE_SHAPES = [
+    {"block_id": "a", "type": "paragraph", "text": "Plain."},
+    {"block_id": "b", "type": "heading", "text": None, "hierarchy_path": None, "provenance": None,
+     "confidence": None, "heading_level": 2, "unknown_field": 1},
+    {"block_id": "c", "type": "table", "table": {"cells": [
+        {"r0": 0, "c0": 0, "text": "Name", "column_header": True},
+        {"row_index": 1, "col_index": 0, "rspan": 2, "text": None}]},
+     "provenance": {"page_number": 4, "bbox": {"x0": 1, "y1": 2}}, "confidence": {"overall": 0.5}},
+]
+
+
+@pytest.mark.parametrize("block", _INTAKE_SHAPES, ids=["plain", "nulls-and-extra", "table-with-aliases"])
+def test_a_dict_block_is_validated_into_exactly_the_fields_of_its_model(block):
+    assert validate_block_fields(block) == Block.model_validate(block).__dict__
+
+
+def test_the_dict_form_has_every_block_field():
+    assert set(validate_block_fields({"block_id": "a", "type": "code"})) == set(Block.model_fields)
+
+
+def test_a_rejected_dict_block_raises_the_block_models_own_error():
+    with pytest.raises(ValidationError) as caught:
+        chunk_blocks([{"block_id": "a", "type": "paragraph", "text": "ok"},
+                      {"block_id": "", "type": "sidebar", "confidence": {"overall": 2}}])
+    assert caught.value.title == "Block"
+    locations = {error["loc"] for error in caught.value.errors()}
+    assert locations == {("block_id",), ("type",), ("confidence", "overall")}

@@ -53,6 +53,21 @@ def test_gap_column_is_skipped_and_an_unnamed_column_keeps_its_index() -> None:
     assert (grid.columns, grid.rows) == (["Name", "col_3"], [["Ada", "1843"]])
 
 
+def test_cells_in_any_order_fill_the_same_grid_as_row_by_row() -> None:
+    in_rows = [_cell(r, c, f"{r}{c}" if r else f"h{c}") for r in range(3) for c in range(2)]
+    by_columns = [_cell(r, c, f"{r}{c}" if r else f"h{c}") for c in range(2) for r in range(3)]
+    expected = (["h0", "h1"], [["10", "11"], ["20", "21"]])
+    assert (build_grid(in_rows).columns, build_grid(in_rows).rows) == expected
+    assert (build_grid(by_columns).columns, build_grid(by_columns).rows) == expected
+
+
+def test_a_position_written_twice_keeps_the_first_non_empty_text() -> None:
+    cells = [_cell(0, 0, "Name"), _cell(0, 1, "Year"), _cell(1, 0, ""), _cell(1, 1, "1843"),
+             _cell(1, 0, "Ada"), _cell(1, 0, "Grace")]
+    grid = build_grid(cells)
+    assert (grid.columns, grid.rows) == (["Name", "Year"], [["Ada", "1843"]])
+
+
 def test_without_header_flags_the_first_present_row_is_the_header() -> None:
     cells = [_cell(5, 0, "Name"), _cell(5, 1, "Year"), _cell(6, 0, "Ada"), _cell(6, 1, "1843")]
     grid = build_grid(cells)
