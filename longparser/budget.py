@@ -101,10 +101,10 @@ class Budget:
             units = [*units, self.measure(BREADCRUMB_SEPARATOR.join(path))]
         return self.counter.join("", units) <= self.max_tokens
 
-    def packer(self, draft_of: Callable[[T], Draft]) -> Callable[[T, int], bool]:
-        """``fits(group, summed_tokens)`` for packing: DEC-04's per-block sum against the
-        target, or (strict) the emitted count of the draft ``draft_of(group)`` against the
-        maximum."""
+    def packer(self, draft_of: Callable[[list[T]], Draft]) -> Callable[[list[T], T, int], bool]:
+        """``fits(group, upcoming, summed_tokens)`` for packing: whether ``group`` with
+        ``upcoming`` appended fits: DEC-04's per-block sum against the target, or (strict) the
+        emitted count of the draft ``draft_of(group + [upcoming])`` against the maximum."""
         if not self.strict:
-            return lambda _group, summed: summed <= self.max_tokens
-        return lambda group, _summed: self.fits(draft_of(group))
+            return lambda _group, _upcoming, summed: summed <= self.max_tokens
+        return lambda group, upcoming, _summed: self.fits(draft_of([*group, upcoming]))

@@ -22,11 +22,12 @@ from longparser.sections import ListSeg, Section
 
 
 def list_groups(
-    lead: Rec | None, items: list[Rec], fits: Callable[[list[Rec], int], bool]
+    lead: Rec | None, items: list[Rec], fits: Callable[[list[Rec], Rec, int], bool]
 ) -> list[list[Rec]]:
     """Split items into pieces; the first piece starts with ``lead`` when there is one.
 
-    ``fits(piece, summed)``: whether a piece (its lead-in counted, repeated or not) fits.
+    ``fits(piece, item, summed)``: whether a piece with ``item`` appended (its lead-in counted,
+    repeated or not) fits.
     """
     base = lead.tokens if lead is not None else 0
     groups: list[list[Rec]] = []
@@ -34,7 +35,7 @@ def list_groups(
     has_item = False
     running = base
     for item in items:
-        if has_item and not fits([*current, item], running + item.tokens):
+        if has_item and not fits(current, item, running + item.tokens):
             groups.append(current)
             current, running = [], base
         current.append(item)

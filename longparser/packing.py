@@ -47,20 +47,21 @@ def _glue(closed: list[Rec], upcoming: Rec) -> list[Rec]:
 
 
 def pack_groups(
-    records: list[Rec], starts: Set[int], fits: Callable[[list[Rec], int], bool]
+    records: list[Rec], starts: Set[int], fits: Callable[[list[Rec], Rec, int], bool]
 ) -> list[list[Rec]]:
     """Group records into chunks.
 
     Args:
         records: the prose run, reading order.
         starts: positions (``Rec.pos``) of records before which a new chunk must start.
-        fits: whether a group (with the sum of its records' token counts) fits the budget.
+        fits: whether a group with the next record appended (and the sum of their token counts)
+            fits the budget.
     """
     groups: list[list[Rec]] = []
     current: list[Rec] = []
     running = 0
     for rec in records:
-        if current and (rec.pos in starts or not fits([*current, rec], running + rec.tokens)):
+        if current and (rec.pos in starts or not fits(current, rec, running + rec.tokens)):
             groups.append(current)
             current = _glue(current, rec)
             running = sum(moved.tokens for moved in current)
