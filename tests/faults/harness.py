@@ -23,7 +23,6 @@ import os
 import random
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -33,11 +32,14 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import redis
+
+from tests.processes import ManagedProcess as Proc
+from tests.processes import start_process
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CELERY = str(Path(sys.executable).with_name("celery"))
@@ -86,44 +88,9 @@ def make_document(document_id: str, blocks: int, seed: int = 0) -> dict[str, Any
 # --------------------------------------------------------------------------- processes
 
 
-@dataclass
-class Proc:
-    """A process this suite started, in its own group, logging to a file."""
-
-    name: str
-    popen: subprocess.Popen
-    log_path: Path
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def alive(self) -> bool:
-        return self.popen.poll() is None
-
-    def log_text(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def signal(self, sig: int) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.popen.pid, sig)
-
-    def stop(self, grace_s: float = 15.0) -> None:
-        """SIGTERM the leader, wait, then SIGKILL its whole group (children included)."""
-        if self.alive():
-            self.signal(signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.popen.wait(timeout=grace_s)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.popen.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(timeout=5)
-
-
 def spawn(name: str, argv: list[str], log_dir: Path, *, env: dict[str, str] | None = None,
           cwd: Path = REPO_ROOT) -> Proc:
-    log_path = log_dir / f"{name}.log"
-    with log_path.open("ab") as log:
-        popen = subprocess.Popen(argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL, start_new_session=True)
-    return Proc(name, popen, log_path)
+    return start_process(name, argv, log_dir, env=env, cwd=cwd)
 
 
 class RedisServer:

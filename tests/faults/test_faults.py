@@ -44,6 +44,7 @@ from tests.faults.harness import (
 
 WINDOW_S = 120  # "within 2 minutes of Redis returning"
 BLOCKS = 2000  # ~0.1 s of engine, ~2 MB of JSON: several tasks are always in flight
+SIGTERM_BACKLOG = 100  # documents queued before the SIGTERM scenario's two workers start
 
 
 def _keys(client: Any, prefix: str) -> list[str]:
@@ -217,10 +218,11 @@ def test_sigterm_of_a_worker_mid_burst_with_a_second_worker(space: Any, table_ro
     watcher = StoreWatcher(lambda: server.client(5), lambda d: f"{prefix}:result:{d}").start()
     workers: list[Proc] = []
     try:
-        # The backlog first (a producer is about as fast as one worker process), then the fleet.
+        # The backlog first (a producer is about as fast as one worker process), then the fleet;
+        # large enough that the second worker still has work when the first has shut down.
         with Producer(Settings(**values)) as producer:
             accepted = [producer.submit(make_document(f"{prefix}-d{i:03d}", BLOCKS, seed=i)).document_id
-                        for i in range(40)]
+                        for i in range(SIGTERM_BACKLOG)]
         for document_id in accepted:
             watcher.want(document_id)
         first = start_worker("first", values, logs)
@@ -340,7 +342,8 @@ def test_producer_cli_with_redis_down_exits_3_with_one_line(space: Any, table_ro
     port = free_port()  # nothing listens there
     url = f"redis://:s3cret@127.0.0.1:{port}/0"
     document = base / "doc.json"
-    document.write_text('{"document_id": "doc-1", "blocks": []}')
+    document.write_text('{"document_id": "doc-1", "blocks": [{"block_id": "b1", "type": "paragraph", '
+                        '"text": "x"}]}')
     env = {k: v for k, v in os.environ.items() if not k.startswith("LONGPARSER_")}
     env.update({"LONGPARSER_BROKER_URL": url, "LONGPARSER_RESULT_URL": url,
                 "LONGPARSER_SUBMIT_RETRY_WINDOW": "3", "PYTHONPATH": str(REPO_ROOT)})
@@ -395,7 +398,8 @@ def test_a_full_redis_makes_workers_wait_and_producers_fail_typed(space: Any, ta
             client.set(f"{prefix}-probe", "x")
         full_at = len(watcher.seen)
         document = base / "doc.json"
-        document.write_text('{"document_id": "doc-full", "blocks": []}')
+        document.write_text('{"document_id": "doc-full", "blocks": [{"block_id": "b1", "type": "paragraph", '
+                            '"text": "x"}]}')
         env = {k: v for k, v in os.environ.items() if not k.startswith("LONGPARSER_")}
         env.update({"LONGPARSER_BROKER_URL": server.url, "LONGPARSER_RESULT_URL": server.url,
                     "LONGPARSER_KEY_PREFIX": prefix, "PYTHONPATH": str(REPO_ROOT)})

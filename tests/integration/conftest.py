@@ -18,14 +18,11 @@ logs live in a temp dir and are attached to the report of any failing integratio
 from __future__ import annotations
 
 import base64
-import contextlib
 import functools
 import os
 import random
 import shutil
-import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -33,7 +30,7 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,6 +39,7 @@ import redis
 
 from cli.demo import embedded_redis, redis_answers
 from config.settings import Settings
+from tests.processes import ManagedProcess, start_process
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CELERY = str(Path(sys.executable).with_name("celery"))
@@ -97,42 +95,9 @@ def free_port() -> int:
 # --------------------------------------------------------------------------- processes
 
 
-@dataclass
-class ManagedProcess:
-    """A subprocess in its own process group with its output in a log file."""
-
-    name: str
-    popen: subprocess.Popen
-    log_path: Path
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def log_text(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def alive(self) -> bool:
-        return self.popen.poll() is None
-
-    def stop(self, grace_s: float = 10.0) -> None:
-        """SIGTERM the leader (warm shutdown), wait, then SIGKILL the whole group."""
-        if self.alive():
-            self.popen.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.popen.wait(timeout=grace_s)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.popen.pid, signal.SIGKILL)  # leftovers (pool children) die with the group
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(timeout=5)
-
-
 def spawn(name: str, argv: list[str], env: dict[str, str], log_dir: Path) -> ManagedProcess:
     """Start ``argv`` in a new session (its own process group), output to ``log_dir/name.log``."""
-    log_path = log_dir / f"{name}.log"
-    with log_path.open("wb") as log:
-        popen = subprocess.Popen(
-            argv, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )
-    proc = ManagedProcess(name, popen, log_path)
+    proc = start_process(name, argv, log_dir, env=env)
     _STARTED.append(proc)
     return proc
 
