@@ -10,13 +10,13 @@ would cap every count. Counting is additive: the tokenizer splits words at white
 punctuation before it cuts them into pieces, so texts joined by whitespace have exactly the
 sum of their pieces plus one ``[CLS]``/``[SEP]`` pair (:meth:`ModelTokenCounter.join`).
 
-ASCII text, most of what a document holds, is counted without the tokenizer's full encode:
-for ASCII the model's normalizer only removes control characters and lower-cases, and its
-pre-tokenizer only splits at whitespace and ASCII punctuation (BertNormalizer and
-BertPreTokenizer, as tokenizer.json configures them), so the words are found by one regular
-expression and each distinct word is cut into word pieces once, by the tokenizer's own model,
-and remembered. Other text goes through ``encode_batch_fast``. Tests check both paths against
-the tokenizer's own encode.
+Each distinct whitespace-separated word is counted once per process and remembered.
+Python's ``str.split`` and the tokenizer agree on whitespace except for a few control
+characters that the normalizer deletes (joining their neighbours) while Python splits at them:
+those are deleted first. An ASCII word is cut by the tokenizer's own WordPiece model after the
+normalizer's ASCII rules (control characters removed, lower case) and the pre-tokenizer's
+(every ASCII punctuation character is a word of its own); any other word goes through the
+tokenizer's full encode. Tests hold the counts to that encode on whole texts.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,6 @@ logger = logging.getLogger(__name__)
 TOKENIZER_FILE = Path(__file__).resolve().parent / "model_files" / "all-MiniLM-L6-v2.tokenizer.json"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 TOKENIZERS_HINT = "install the `tokenizers` package (`pip install tokenizers`, part of longparser-worker)"
-BATCH = 256  # texts per encode_batch call: large enough to amortise the call, small in memory
 
 
 class TokenizerUnavailable(ResourceUnavailable):
@@ -49,22 +48,45 @@ class TokenizerUnavailable(ResourceUnavailable):
 _ASCII_CONTROLS = bytes([b for b in range(0x20) if chr(b) not in "\t\n\r"] + [0x7F])
 _HAS_CONTROL = re.compile("[" + re.escape(_ASCII_CONTROLS.decode("ascii")) + "]")
 _ASCII_WORDS = re.compile(r"[!-/:-@\[-`{-~]|[^\t\n\r !-/:-@\[-`{-~]+")
+# Control characters Python's str.split splits at but the normalizer deletes: deleting them first
+# makes the split the tokenizer's.
+_SPLIT_ONLY_BY_PYTHON = "\x0b\x0c\x1c\x1d\x1e\x1f\x85"
+_HAS_SPLIT_ONLY_BY_PYTHON = re.compile("[" + _SPLIT_ONLY_BY_PYTHON + "]")
+_DELETE_SPLIT_ONLY_BY_PYTHON = str.maketrans("", "", _SPLIT_ONLY_BY_PYTHON)
 MEMO_LIMIT = 500_000  # distinct words remembered per process before the memo starts again
 
 
-class _WordPieces(dict[str, int]):
-    """Word pieces per distinct (normalised) word, cut by the tokenizer's own WordPiece model."""
+class _Memo(dict[str, int]):
+    """A count per distinct key, computed on first use; it starts again at :data:`MEMO_LIMIT`."""
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, compute: Callable[[str], int]) -> None:
         super().__init__()
-        self.model = model
+        self.compute = compute
 
-    def __missing__(self, word: str) -> int:
+    def __missing__(self, key: str) -> int:
         if len(self) >= MEMO_LIMIT:
             self.clear()
-        pieces = len(self.model.tokenize(word))
-        self[word] = pieces
-        return pieces
+        units = self[key] = self.compute(key)
+        return units
+
+
+def _word_counts(tokenizer: Any) -> _Memo:
+    """Tokens per distinct whitespace-separated word, as the tokenizer counts the word alone.
+
+    An ASCII word's pieces (after punctuation is split off) are remembered as well: numbers and
+    words with punctuation attached are many, their pieces few.
+    """
+    tokenize = tokenizer.model.tokenize
+    pieces = _Memo(lambda piece: len(tokenize(piece)))
+
+    def count(word: str) -> int:
+        if not word.isascii():
+            return len(tokenizer.encode(word, add_special_tokens=False).ids)
+        if _HAS_CONTROL.search(word):
+            word = word.encode("ascii").translate(None, _ASCII_CONTROLS).decode("ascii")
+        return sum(map(pieces.__getitem__, _ASCII_WORDS.findall(word.lower())))
+
+    return _Memo(count)
 
 
 class ModelTokenCounter:
@@ -79,21 +101,15 @@ class ModelTokenCounter:
         self.tokenizer = tokenizer
         self.name = name
         self.special_tokens = tokenizer.num_special_tokens_to_add(False)
-        self.pieces = _WordPieces(tokenizer.model)
-
-    def _ascii_units(self, text: str) -> int:
-        if _HAS_CONTROL.search(text):
-            text = text.encode("ascii").translate(None, _ASCII_CONTROLS).decode("ascii")
-        return sum(map(self.pieces.__getitem__, _ASCII_WORDS.findall(text.lower())))
+        self.words = _word_counts(tokenizer)
 
     def measure(self, texts: Sequence[str]) -> list[int]:
-        units = [self._ascii_units(text) if text.isascii() else -1 for text in texts]
-        others = [i for i, n in enumerate(units) if n < 0]
-        for start in range(0, len(others), BATCH):
-            batch = others[start : start + BATCH]
-            encodings = self.tokenizer.encode_batch_fast([texts[i] for i in batch], add_special_tokens=False)
-            for i, encoding in zip(batch, encodings, strict=True):
-                units[i] = len(encoding.ids)
+        word_units = self.words.__getitem__
+        units = []
+        for text in texts:
+            if _HAS_SPLIT_ONLY_BY_PYTHON.search(text):
+                text = text.translate(_DELETE_SPLIT_ONLY_BY_PYTHON)
+            units.append(sum(map(word_units, text.split())))
         return units
 
     def join(self, text: str, units: Sequence[int]) -> int:
