@@ -257,7 +257,7 @@ def check_headings_lead(
     with merging off, the chunk is made only of headings; embed_text is the chunk's
     breadcrumb (titles of its section path) then its text."""
     kind = {b["block_id"]: b["type"] for b in blocks}
-    last_kept = max((b for b in blocks if b["block_id"] in kept), key=blocks.index, default=None)
+    last_kept = next((b for b in reversed(blocks) if b["block_id"] in kept), None)
     for chunk in result.chunks:
         last = chunk.block_ids[-1]
         if kind[last] == "heading" and last != (last_kept or {}).get("block_id"):

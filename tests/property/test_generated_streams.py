@@ -1,0 +1,78 @@
+"""The invariants on long generated documents: 10,000-block streams of ``bench/gen_blocks.py``
+(the benchmark's generator: headings at several levels, prose, lists, tables, equations, page
+furniture), with the default config, a 256-token budget, and strict mode with the model's
+tokenizer and heading breadcrumbs.
+
+Hypothesis explores small documents; these check that nothing changes at the size of real
+reports: no chunk ends with a heading, nothing is lost, reading order and provenance hold, and
+in strict mode every emitted text fits.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from loaders.tokenizer import load_model_counter
+from longparser import chunk_blocks
+from longparser.resources import Resources
+from schemas import ChunkingConfig
+from tests.property.test_invariants import (
+    check_exclusions,
+    check_headings_lead,
+    check_nothing_lost,
+    check_order_and_provenance,
+)
+from tests.property.test_strict import check_maximum, check_nothing_lost_in_pieces
+
+BLOCKS = 10_000
+GENERATOR = Path(__file__).resolve().parents[2] / "bench" / "gen_blocks.py"
+MODEL = load_model_counter()
+
+
+def _generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gen_blocks", GENERATOR)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module", params=[9, 20240601], ids=lambda seed: f"seed{seed}")
+def stream(request: pytest.FixtureRequest) -> list[dict[str, Any]]:
+    blocks = _generator().generate(BLOCKS, request.param)
+    assert len(blocks) == BLOCKS
+    return blocks
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{}, {"max_tokens": 256, "min_tokens": 50}],
+    ids=["default", "256-50"],
+)
+def test_headings_lead_and_nothing_is_lost(stream: list[dict[str, Any]], overrides: dict[str, Any]) -> None:
+    config = ChunkingConfig.model_validate(overrides).model_dump()
+    result = chunk_blocks(stream, overrides)
+
+    kept = check_exclusions(stream, config, result)
+    check_nothing_lost(stream, kept, result)
+    check_order_and_provenance(stream, kept, result)
+    check_headings_lead(stream, kept, config, result)
+    assert any(chunk.chunk_type == "table" for chunk in result.chunks)  # the stream has every kind
+
+
+def test_strict_model_mode_fits_every_chunk(stream: list[dict[str, Any]]) -> None:
+    overrides = {"max_tokens": 256, "min_tokens": 50, "strict_max_tokens": True, "token_counter": "model",
+                 "heading_context": True, "overlap_max_share": 0.05, "table_chunk_format": "pipe"}
+    config = ChunkingConfig.model_validate(overrides).model_dump()
+    result = chunk_blocks(stream, overrides, Resources(model_counter=MODEL))
+
+    kept = check_exclusions(stream, config, result)
+    check_maximum(result, MODEL, 256)
+    check_nothing_lost_in_pieces(stream, kept, result)
+    check_order_and_provenance(stream, kept, result)
+    check_headings_lead(stream, kept, config, result)
