@@ -1,8 +1,11 @@
-"""Golden file: the whole result for ``examples/sample_document.json``.
+"""Golden files: the whole result for ``examples/sample_document.json`` (its own config), and
+for each real DoclingDocument fixture (``tests/fixtures/docling``) chunked with the settings the
+docs recommend for a 256-token model (strict, the model's tokenizer, heading breadcrumbs).
 
-The sample is chunked with fixed resources (none: no word list, no language ID, no encoder,
-so the golden depends on the engine alone) and compared, timings aside, with
-``tests/fixtures/golden/sample_document.result.json``. A mismatch fails with a unified diff.
+Each document is chunked with fixed resources (no word list, no language ID, no encoder; the
+model counter from the tokenizer file in the repository), so a golden depends on the engine
+and the converter alone, and compared, timings aside, with its file under
+``tests/fixtures/golden/``. A mismatch fails with a unified diff.
 
 Regenerate only on purpose, after reviewing the diff::
 
@@ -22,41 +25,61 @@ from typing import Any
 
 import pytest
 
+from loaders.docling import convert_docling
+from loaders.tokenizer import load_model_counter
 from longparser import chunk_blocks
+from longparser.resources import Resources
+from longparser.tokens import count
 from schemas import parse_input
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "examples" / "sample_document.json"
-GOLDEN = ROOT / "tests" / "fixtures" / "golden" / "sample_document.result.json"
+GOLDEN_DIR = ROOT / "tests" / "fixtures" / "golden"
+GOLDEN = GOLDEN_DIR / "sample_document.result.json"
+DOCLING_FIXTURES = ROOT / "tests" / "fixtures" / "docling"
+DOCLING_NAMES = sorted(path.name for path in DOCLING_FIXTURES.glob("*.docling.json"))
+# The settings docs/config.md recommends for a 256-token embedding model.
+RECOMMENDED_256 = {"max_tokens": 256, "min_tokens": 50, "strict_max_tokens": True, "token_counter": "model",
+                   "overlap_max_share": 0.05, "table_chunk_format": "pipe", "heading_context": True}
 REGENERATE_FLAG = "LONGPARSER_REGENERATE_GOLDEN"
 MAX_DIFF_LINES = 200
+
+
+def _as_data(result: Any) -> dict[str, Any]:
+    data = result.model_dump(mode="json")
+    data["stats"].pop("timings_ms")
+    return data
 
 
 def sample_result() -> dict[str, Any]:
     """The sample document's result as JSON data, without ``stats.timings_ms``."""
     request = parse_input(json.loads(SAMPLE.read_text(encoding="utf-8")))
-    result = chunk_blocks(request.blocks, request.config, None, document_id=request.document_id)
-    data = result.model_dump(mode="json")
-    data["stats"].pop("timings_ms")
-    return data
+    return _as_data(chunk_blocks(request.blocks, request.config, None, document_id=request.document_id))
+
+
+def docling_result(name: str) -> dict[str, Any]:
+    """A docling fixture's result with :data:`RECOMMENDED_256`, without ``stats.timings_ms``."""
+    conversion = convert_docling(json.loads((DOCLING_FIXTURES / name).read_text(encoding="utf-8")))
+    resources = Resources(model_counter=load_model_counter())
+    return _as_data(chunk_blocks(conversion.blocks, RECOMMENDED_256, resources, document_id=name))
 
 
 def as_text(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def test_sample_document_matches_golden() -> None:
-    actual = as_text(sample_result())
+def check_golden(actual_data: dict[str, Any], golden: Path, what: str) -> None:
+    actual = as_text(actual_data)
     if os.environ.get(REGENERATE_FLAG) == "1":
-        GOLDEN.parent.mkdir(parents=True, exist_ok=True)
-        GOLDEN.write_text(actual, encoding="utf-8")
-    expected = GOLDEN.read_text(encoding="utf-8")
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(actual, encoding="utf-8")
+    expected = golden.read_text(encoding="utf-8")
     if actual != expected:
         diff = list(
             difflib.unified_diff(
                 expected.splitlines(),
                 actual.splitlines(),
-                str(GOLDEN.relative_to(ROOT)),
+                str(golden.relative_to(ROOT)),
                 "actual",
                 lineterm="",
             )
@@ -64,10 +87,26 @@ def test_sample_document_matches_golden() -> None:
         shown = "\n".join(diff[:MAX_DIFF_LINES])
         more = f"\n... {len(diff) - MAX_DIFF_LINES} more diff lines" if len(diff) > MAX_DIFF_LINES else ""
         pytest.fail(
-            f"result for {SAMPLE.name} differs from the golden file; if the change is intended, "
+            f"result for {what} differs from the golden file; if the change is intended, "
             f"review it and regenerate with {REGENERATE_FLAG}=1:\n{shown}{more}",
             pytrace=False,
         )
+
+
+def test_sample_document_matches_golden() -> None:
+    check_golden(sample_result(), GOLDEN, SAMPLE.name)
+
+
+@pytest.mark.parametrize("name", DOCLING_NAMES)
+def test_docling_fixture_matches_golden(name: str) -> None:
+    golden = GOLDEN_DIR / "docling" / name.replace(".docling.json", ".result.json")
+    check_golden(docling_result(name), golden, f"{name} with the recommended 256-token settings")
+
+
+def test_every_docling_fixture_has_a_golden() -> None:
+    assert len(DOCLING_NAMES) == 5
+    goldens = sorted(path.name for path in (GOLDEN_DIR / "docling").glob("*.result.json"))
+    assert goldens == sorted(name.replace(".docling.json", ".result.json") for name in DOCLING_NAMES)
 
 
 def test_regenerate_flag_is_off() -> None:
@@ -112,3 +151,28 @@ def test_golden_records_what_the_sample_is_for() -> None:
         "2.2 Efficiency model",
         "2.2.1 Hydraulic efficiency",
     ]
+
+
+@pytest.mark.parametrize("name", DOCLING_NAMES)
+def test_docling_goldens_record_what_they_are_for(name: str) -> None:
+    """Hand-checked facts, so a careless regeneration cannot bless a regression: every text to
+    embed fits the model's window, every table with cells opens with its schema chunk, no chunk ends
+    with a heading, and every kept block of the conversion is cited by some chunk."""
+    golden_file = GOLDEN_DIR / "docling" / name.replace(".docling.json", ".result.json")
+    golden = json.loads(golden_file.read_text(encoding="utf-8"))
+    counter = load_model_counter()
+    blocks = convert_docling(json.loads((DOCLING_FIXTURES / name).read_text(encoding="utf-8"))).blocks
+    kind = {block["block_id"]: block["type"] for block in blocks}
+    chunks = golden["chunks"]
+    assert golden["stats"]["token_counter"] == counter.name
+    assert all(count(counter, chunk["embed_text"]) <= 256 for chunk in chunks)
+    assert all(chunk["token_count"] == count(counter, chunk["text"]) for chunk in chunks)
+    tables = [block["block_id"] for block in blocks if (block["table"] or {}).get("cells")]
+    for table in tables:
+        own = [c for c in chunks if c["metadata"].get("table_block_id") == table]
+        assert own and own[0]["chunk_type"] == "table_schema", table
+    last = blocks[-1]["block_id"]
+    assert all(kind[c["block_ids"][-1]] != "heading" or c["block_ids"][-1] == last for c in chunks)
+    cited = {block_id for chunk in chunks for block_id in chunk["block_ids"]}
+    excluded = sum(golden["stats"]["blocks_excluded"].values())
+    assert len(cited) == len(blocks) - excluded
