@@ -158,9 +158,7 @@ def load_input(args: argparse.Namespace) -> LoadedInput:
 
         try:
             conversion = convert_docling(document)
-        except DoclingNotInstalledError as exc:
-            raise InputError(f"input {args.input}: {exc}") from None
-        except DoclingInputError as exc:
+        except (DoclingNotInstalledError, DoclingInputError) as exc:
             raise InputError(f"input {args.input}: {exc}") from None
         reports.append(conversion.report)
         return conversion.blocks

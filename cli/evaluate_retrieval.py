@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
 
@@ -86,7 +87,7 @@ def section_blocks(
         for i, text in enumerate(doc.blocks):
             path: list[str] = []
             if headings is not None:
-                segment = sum(1 for start in starts if start <= i) - 1
+                segment = bisect_right(starts, i) - 1  # boundaries are sorted and unique
                 path = [headings[doc.id][segment]]
                 if i == starts[segment]:
                     blocks.append({"block_id": heading_id(doc, segment), "type": "heading",

@@ -32,10 +32,10 @@ class Budget:
         self.strict, self.with_breadcrumb = strict, with_breadcrumb
         self.context_tokens = max(1, int(max_tokens * CONTEXT_SHARE))
         self._measure = lru_cache(maxsize=4096)(lambda text: counter.measure((text,))[0])
-        if strict and count(counter, "a") > max_tokens:
+        if strict and (smallest := count(counter, "a")) > max_tokens:
             raise RequestRefused(
                 f"max_tokens {max_tokens} leaves no room for text with the {counter.name} counter: "
-                f"one character already counts {count(counter, 'a')}"
+                f"one character already counts {smallest}"
             )
 
     def measure(self, text: str) -> int:

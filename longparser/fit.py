@@ -24,7 +24,6 @@ Nothing is lost: every non-whitespace character of kept text is in some chunk, i
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
@@ -63,11 +62,17 @@ def _shortened(text: str, budget: Budget, keep_end: bool) -> str:
     return text[spans[0][0] : spans[0][1]] if spans else ""
 
 
+def _empty_like(draft: Draft) -> Draft:
+    """An empty draft of ``draft``'s kind, section and metadata, knowing what its pieces repeat."""
+    piece = Draft([], draft.kind, draft.section, dict(draft.meta))
+    piece.list_lead, piece.head, piece.breadcrumb = draft.list_lead, draft.head, draft.breadcrumb
+    return piece
+
+
 def _continued(draft: Draft, budget: Budget) -> Draft:
     """An empty draft for the next piece of ``draft``: same kind, section and metadata, with the
     context a piece of it repeats (a list's lead-in, a pipe table's header line)."""
-    piece = Draft([], draft.kind, draft.section, dict(draft.meta))
-    piece.list_lead, piece.head, piece.breadcrumb = draft.list_lead, draft.head, draft.breadcrumb
+    piece = _empty_like(draft)
     lead = draft.list_lead
     if lead is not None:
         text = _shortened(lead.text, budget, keep_end=True)
@@ -113,12 +118,6 @@ def _has_content(draft: Draft) -> bool:
     return any(not p.context and not _opens(p, draft) for p in draft.parts)
 
 
-def cut_to_fit(text: str, fits: Callable[[str], bool], budget: Budget) -> list[tuple[int, int]] | None:
-    """Spans of ``text`` each fitting where ``fits`` says (a chunk with some context around the
-    text), cut as :func:`longparser.cutting.split_spans` cuts; None if not even a fragment fits."""
-    return split_spans(text, fits, budget.counter)
-
-
 def _text_pieces(piece: Part, draft: Draft, budget: Budget) -> list[Part] | None:
     """``piece`` cut so that each cut fits after what ``draft`` holds; None if not even a
     fragment of it fits there."""
@@ -128,7 +127,7 @@ def _text_pieces(piece: Part, draft: Draft, budget: Budget) -> list[Part] | None
     def fits(candidate: str) -> bool:
         return budget.fits(_with(draft, [part(piece.rec, candidate, budget.measure(candidate), sep)]))
 
-    spans = cut_to_fit(text, fits, budget)
+    spans = split_spans(text, fits, budget.counter)
     if spans is None:
         return None
     # a later cut is written after the text that separated it (whitespace, or nothing inside a word)
@@ -166,10 +165,9 @@ def _close(piece: Draft, pieces: list[Draft], hold_headings: bool = True) -> lis
 
 def _first_piece(draft: Draft, budget: Budget) -> Draft:
     """An empty draft for the first piece of ``draft``: its context, a repeated lead-in shortened."""
-    piece = Draft([], draft.kind, draft.section, dict(draft.meta))
+    piece = _empty_like(draft)
     piece.prefix, piece.prefix_units, piece.lead = draft.prefix, draft.prefix_units, draft.lead
     piece.overlap_ids = list(draft.overlap_ids)
-    piece.list_lead, piece.head, piece.breadcrumb = draft.list_lead, draft.head, draft.breadcrumb
     if draft.lead is not None:
         text = _shortened(draft.lead.text, budget, keep_end=True)
         piece.set_prefix(text + LINE_SEPARATOR, budget.measure(text))

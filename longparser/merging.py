@@ -111,40 +111,51 @@ def _neighbour(slots: list[Draft | None], i: int, step: int, section: int | None
     return None
 
 
-def _target(slots: list[Draft | None], i: int, budget: Budget) -> int | None:
-    """The draft ``slots[i]`` merges into (see module doc); in strict mode only one it fits with."""
+def _merged(slots: list[Draft | None], i: int, j: int) -> Draft:
+    """The drafts of slots ``i`` and ``j`` as one, in reading order; ``slots[j]`` is the target."""
+    draft, target = slots[i], slots[j]
+    assert draft is not None and target is not None
+    earlier, later = (target, draft) if j < i else (draft, target)
+    return merge_pair(earlier, later, target)
+
+
+def _place(slots: list[Draft | None], i: int, j: int, merged: Draft) -> None:
+    """Put ``merged`` (slots ``i`` and ``j``) in the LATER slot and empty the other: a forward
+    merge is then re-checked when the loop reaches it, and backward scans never walk over a
+    growing run of emptied slots (that would be quadratic on long runs of small drafts).
+    Reading order is restored by first block in the pipeline."""
+    slots[max(i, j)] = merged
+    slots[min(i, j)] = None
+
+
+def _target(slots: list[Draft | None], i: int, budget: Budget) -> tuple[int, Draft] | None:
+    """The slot ``slots[i]`` merges into (see module doc) and the merged draft; in strict mode
+    only a neighbour it fits with."""
     draft = slots[i]
     assert draft is not None
     for step, same in ((-1, draft.section.index), (1, draft.section.index), (-1, None), (1, None)):
         j = _neighbour(slots, i, step, same)
         if j is None:
             continue
-        target = slots[j]
-        assert target is not None
-        earlier, later = (target, draft) if j < i else (draft, target)
-        if not budget.strict or budget.fits(merge_pair(earlier, later, target)):
-            return j
+        merged = _merged(slots, i, j)
+        if not budget.strict or budget.fits(merged):
+            return j, merged
     return None
 
 
-def _merge_heading(slots: list[Draft | None], i: int) -> bool:
-    """Merge the heading-only draft in slot ``i`` forward (or, at the end, back); False if alone."""
+def _merge_heading(slots: list[Draft | None], i: int) -> None:
+    """Merge the heading-only draft in slot ``i`` forward (or, at the end, back), if it has a
+    neighbour at all."""
     draft = slots[i]
     assert draft is not None
     following = next((j for j in range(i + 1, len(slots)) if slots[j] is not None), None)
     if following is not None and slots[following].is_table:  # type: ignore[union-attr]
         _open_with(draft.parts, slots[following])  # type: ignore[arg-type]
         slots[i] = None
-        return True
+        return
     j = following if following is not None else _neighbour(slots, i, -1, None)
-    if j is None:
-        return False
-    target = slots[j]
-    assert target is not None
-    earlier, later = (target, draft) if j < i else (draft, target)
-    slots[max(i, j)] = merge_pair(earlier, later, target)
-    slots[min(i, j)] = None
-    return True
+    if j is not None:
+        _place(slots, i, j, _merged(slots, i, j))
 
 
 def merge_small(drafts: list[Draft], min_tokens: int, budget: Budget) -> list[Draft]:
@@ -163,16 +174,7 @@ def merge_small(drafts: list[Draft], min_tokens: int, budget: Budget) -> list[Dr
         draft = slots[i]
         if draft is None or draft.is_table or draft.tokens(budget.counter) >= min_tokens:
             continue
-        j = _target(slots, i, budget)
-        if j is None:
-            continue
-        target = slots[j]
-        assert target is not None  # _target returns live slots only
-        earlier, later = (target, draft) if j < i else (draft, target)
-        # The merged draft goes to the LATER slot: a forward merge is then re-checked when the
-        # loop reaches it, and backward scans never walk over a growing run of emptied slots
-        # (that would be quadratic on long runs of small drafts). Reading order is restored
-        # by first block in the pipeline.
-        slots[max(i, j)] = merge_pair(earlier, later, target)
-        slots[min(i, j)] = None
+        found = _target(slots, i, budget)
+        if found is not None:
+            _place(slots, i, *found)
     return [draft for draft in slots if draft is not None]

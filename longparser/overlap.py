@@ -73,7 +73,7 @@ def _fitted(
         trial.set_prefix(text + OVERLAP_SEPARATOR, budget.measure(text))
         return budget.fits(trial)
 
-    while picked:
+    while True:  # ``picked`` is never empty
         text = OVERLAP_SEPARATOR.join([piece.text for piece in picked])
         units = sum(piece.units for piece in picked)
         if allowed(text, units):
@@ -81,8 +81,6 @@ def _fitted(
         if len(picked) == 1:
             break
         picked = picked[1:]
-    if not picked:
-        return "", [], None
     tail = fitting_tail(picked[0].text, allowed)
     return (tail, picked, None) if tail else ("", [], None)
 

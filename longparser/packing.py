@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Set
 
+from longparser.budget import Budget
 from longparser.build import PROSE_SEPARATOR, Draft, parts_of, prose_kind
-from longparser.fit import Budget
 from longparser.prepare import Rec
 from longparser.sections import Section
 

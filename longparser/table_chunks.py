@@ -43,8 +43,8 @@ from typing import Any
 
 from longparser.budget import Budget
 from longparser.build import LINE_SEPARATOR, Draft, part
+from longparser.cutting import split_spans
 from longparser.errors import RequestRefused
-from longparser.fit import cut_to_fit
 from longparser.prepare import Rec
 from longparser.sections import Section, TableSeg
 from longparser.tables import Grid, column_profiles
@@ -135,12 +135,12 @@ def _cell_pieces(value: str, name: str, group: list[int], c: int, render: Callab
     even that leaves no room, the column name (content too: it must appear) comes first on its
     own, then the value bare (repeated context gives way to content)."""
     for columns in (group, [c]) if value.strip() else ():
-        spans = cut_to_fit(value, lambda v, columns=columns: fits(*render(columns, {c: v})), budget)
+        spans = split_spans(value, lambda v, columns=columns: fits(*render(columns, {c: v})), budget.counter)
         if spans is not None:
             return [(columns, *render(columns, {c: value[s:e]})) for s, e in spans]
     pieces = []
     for text in (name, value) if value.strip() else (name,):
-        spans = cut_to_fit(text, lambda v: fits("", v), budget)
+        spans = split_spans(text, lambda v: fits("", v), budget.counter)
         if spans is None:
             raise RequestRefused(f"max_tokens {budget.max_tokens} leaves no room for a table cell")
         pieces.extend(([c], "", text[s:e]) for s, e in spans)
@@ -169,13 +169,12 @@ def _row_drafts(
         head = " | ".join([grid.columns[c] for c in cols]) if fmt == "pipe" else ""
         units = counter.measure(lines)
         tokens = [counter.join(line, (n,)) for line, n in zip(lines, units, strict=True)]
-        head_tokens = counter.join(head, (budget.measure(head),)) if head else 0
+        head_units = [budget.measure(head)] if head else []
+        head_tokens = counter.join(head, head_units) if head else 0
 
         def batch(i: int, j: int, head: str = head, lines: list[str] = lines, units: list[int] = units,
                   band: list[int] | None = band) -> Draft:
             return draft_of(head, lines[i:j], units[i:j], (i + 1, j), band)
-
-        head_units = [budget.measure(head)] if head else []
 
         def fits(i: int, j: int, summed: int, batch: Callable[[int, int], Draft] = batch,
                  units: list[int] = units, head_units: list[int] = head_units) -> bool:

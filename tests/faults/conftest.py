@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.harness import RESULTS_FILE_ENV, workspace
+from tests.faults.harness import RESULTS_FILE_ENV, Report, Row, record, workspace
 
 FAULTS_DIR = Path(__file__).parent
 ENABLE_ENV = "LONGPARSER_FAULTS"
@@ -54,9 +54,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
 
 
 @pytest.fixture
-def table_row() -> Iterator[list[str]]:
+def report() -> Iterator[Report]:
+    """``report(row)``: print and record a scenario's row now, and put it in the final table."""
     rows: list[str] = []
-    yield rows
+
+    def add(row: Row) -> None:
+        record(row)
+        rows.append(row.line())
+
+    yield add
     _ROWS.extend(rows)
 
 

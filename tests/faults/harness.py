@@ -273,6 +273,10 @@ class Row:
 RESULTS_FILE_ENV = "LONGPARSER_FAULTS_RESULTS"
 
 
+# A scenario's reporter (the ``report`` fixture): prints, records and tables its row.
+Report = Callable[[Row], None]
+
+
 def record(row: Row) -> None:
     """Print the row and append it to ``$LONGPARSER_FAULTS_RESULTS`` (JSON lines) when set."""
     print(f"\nFAULT TABLE ROW {row.line()}", flush=True)

@@ -28,13 +28,13 @@ from tests.faults.harness import (
     REPO_ROOT,
     Proc,
     RedisServer,
+    Report,
     Row,
     StoreWatcher,
     base_values,
     diagnose,
     free_port,
     make_document,
-    record,
     restart_scenario,
     spawn,
     start_worker,
@@ -59,12 +59,24 @@ def _assert_all_stored(accepted: list[str], watcher: StoreWatcher, keys: list[st
     return stored
 
 
-def test_redis_restarted_mid_burst_while_the_producer_submits(space: Any, table_row: list[str]) -> None:
+def _all_stored_row(
+    title: str, accepted: list[str], watcher: StoreWatcher, client: Any, prefix: str, workers: list[Any],
+    since: float, note: str,
+) -> Row:
+    """The row of a scenario where every accepted document must be stored once: checked here,
+    with the seconds from ``since`` (Redis back) to the last document stored."""
+    stored = _assert_all_stored(accepted, watcher, _keys(client, prefix), prefix)
+    runs = task_runs(workers)
+    last = max(watcher.seen[d] for d in stored)
+    return Row(title, len(accepted), len(stored), sum(1 for d in accepted if runs[d] > 1),
+               max(0.0, last - since), note)
+
+
+def test_redis_restarted_mid_burst_while_the_producer_submits(space: Any, report: Report) -> None:
     base, logs = space
     started = time.monotonic()
     row, details = restart_scenario(base, logs, wait_s=WINDOW_S)
-    record(row)
-    table_row.append(row.line())
+    report(row)
     assert details["producer_errors"] == [] and details["producer_exit"] == 0, details["producer_log_tail"]
     assert row.submitted == 40  # the producer rode out the outage: every submission accepted
     assert details["missing"] == [], details
@@ -74,7 +86,7 @@ def test_redis_restarted_mid_burst_while_the_producer_submits(space: Any, table_
     assert time.monotonic() - started < 180
 
 
-def test_redis_unreachable_for_20_s_while_tasks_run(space: Any, table_row: list[str]) -> None:
+def test_redis_unreachable_for_20_s_while_tasks_run(space: Any, report: Report) -> None:
     base, logs = space
     server = RedisServer("main", base, logs).start()
     prefix = f"lpfault-{uuid.uuid4().hex[:6]}"
@@ -95,20 +107,15 @@ def test_redis_unreachable_for_20_s_while_tasks_run(space: Any, table_row: list[
         back = time.monotonic()
         assert watcher.wait_all(accepted, WINDOW_S), diagnose(server.client(), prefix, watcher, accepted,
                                                               [worker])
-        keys = _keys(server.client(), prefix)
-        stored = _assert_all_stored(accepted, watcher, keys, prefix)
-        runs = task_runs([worker])
-        last = max(watcher.seen[d] for d in stored)
         log = worker.log_text()
         waits = log.count("Redis unavailable (")
-        row = Row("Redis unreachable for 20 s while tasks run (stopped, started again)", len(accepted),
-                  len(stored), sum(1 for d in accepted if runs[d] > 1), max(0.0, last - back),
-                  f"{waits} in-process waits logged; {len(stored) - stored_before} stored after the outage")
-        record(row)
-        table_row.append(row.line())
+        note = f"{waits} in-process waits logged; {len(accepted) - stored_before} stored after the outage"
+        row = _all_stored_row("Redis unreachable for 20 s while tasks run (stopped, started again)",
+                              accepted, watcher, server.client(), prefix, [worker], back, note)
+        report(row)
         assert "requeue=False" not in log
         assert "Redis unavailable" in log or "put " in log  # the wait or the restore was logged
-        assert last - back <= WINDOW_S
+        assert row.back_to_last_stored_s is not None and row.back_to_last_stored_s <= WINDOW_S
         assert worker.alive()
     finally:
         watcher.stop()
@@ -133,7 +140,7 @@ def _sentinel_master(port: int) -> tuple[str, int] | None:
         return None
 
 
-def test_sentinel_failover_mid_burst(space: Any, table_row: list[str]) -> None:
+def test_sentinel_failover_mid_burst(space: Any, report: Report) -> None:
     base, logs = space
     master = RedisServer("master", base, logs).start()
     replica = RedisServer("replica", base, logs, extra=["--replicaof", "127.0.0.1", "0"])
@@ -189,15 +196,9 @@ def test_sentinel_failover_mid_burst(space: Any, table_row: list[str]) -> None:
             assert watcher.wait_all(accepted, 60)
         new_master = replica.client()
         assert new_master.info("replication")["role"] == "master"
-        keys = _keys(new_master, prefix)
-        stored = _assert_all_stored(accepted, watcher, keys, prefix)
-        runs = task_runs([worker])
-        last = max(watcher.seen[d] for d in stored)
-        row = Row("Sentinel failover mid-burst (master + replica + 3 sentinels, SENTINEL FAILOVER)",
-                  len(accepted), len(stored), sum(1 for d in accepted if runs[d] > 1), max(0.0, last - back),
-                  "times from the promotion")
-        record(row)
-        table_row.append(row.line())
+        title = "Sentinel failover mid-burst (master + replica + 3 sentinels, SENTINEL FAILOVER)"
+        report(_all_stored_row(title, accepted, watcher, new_master, prefix, [worker], back,
+                               "times from the promotion"))
         assert worker.alive()
     finally:
         if watcher is not None:
@@ -210,7 +211,7 @@ def test_sentinel_failover_mid_burst(space: Any, table_row: list[str]) -> None:
         master.stop()
 
 
-def test_sigterm_of_a_worker_mid_burst_with_a_second_worker(space: Any, table_row: list[str]) -> None:
+def test_sigterm_of_a_worker_mid_burst_with_a_second_worker(space: Any, report: Report) -> None:
     base, logs = space
     server = RedisServer("main", base, logs).start()
     prefix = f"lpfault-{uuid.uuid4().hex[:6]}"
@@ -246,8 +247,7 @@ def test_sigterm_of_a_worker_mid_burst_with_a_second_worker(space: Any, table_ro
                   sum(1 for d in accepted if runs[d] > 1), None,
                   f"terminated worker ran {sum(by_first.values())} and exited 0 in {exited - stopped:.1f} s; "
                   f"the other ran {sum(by_second.values())}, {after_exit} of them after that exit")
-        record(row)
-        table_row.append(row.line())
+        report(row)
         assert after_exit > 0, "the second worker drained the rest"
     finally:
         watcher.stop()
@@ -282,7 +282,7 @@ def _fill(args: list[Any], prefix: str) -> list[Any]:
     return args
 
 
-def test_malformed_raw_messages_mixed_with_good_documents(space: Any, table_row: list[str]) -> None:
+def test_malformed_raw_messages_mixed_with_good_documents(space: Any, report: Report) -> None:
     base, logs = space
     server = RedisServer("main", base, logs).start()
     prefix = f"lpfault-{uuid.uuid4().hex[:6]}"
@@ -320,8 +320,7 @@ def test_malformed_raw_messages_mixed_with_good_documents(space: Any, table_row:
         row = Row(f"{len(bad)} malformed raw messages (send_task) mixed with {len(good)} good documents",
                   len(good), sum(1 for d in good if d in watcher.seen), sum(1 for d in good if runs[d] > 1),
                   None, f"all {len(bad)} bad ones FAILURE with their error type; no pool child replaced")
-        record(row)
-        table_row.append(row.line())
+        report(row)
         assert " exited with " not in worker.log_text()
     finally:
         watcher.stop()
@@ -336,7 +335,7 @@ def _pool(producer: Producer, worker: Proc) -> list[int]:
 
 
 @pytest.mark.parametrize("command", ["submit", "result"])
-def test_producer_cli_with_redis_down_exits_3_with_one_line(space: Any, table_row: list[str],
+def test_producer_cli_with_redis_down_exits_3_with_one_line(space: Any, report: Report,
                                                             command: str) -> None:
     base, _ = space
     port = free_port()  # nothing listens there
@@ -360,8 +359,7 @@ def test_producer_cli_with_redis_down_exits_3_with_one_line(space: Any, table_ro
     assert 1 <= elapsed < 3 + 8  # waited, within the window (+ interpreter start-up)
     row = Row(f"`longparser {command}` with Redis down (window 3 s)", 0, 0, 0, None,
               f"exit 3 after {elapsed:.1f} s, one line: {lines[0][:90]}...")
-    record(row)
-    table_row.append(row.line())
+    report(row)
 
 
 def _make_full(client: Any) -> int:
@@ -375,7 +373,7 @@ def _make_full(client: Any) -> int:
     return previous
 
 
-def test_a_full_redis_makes_workers_wait_and_producers_fail_typed(space: Any, table_row: list[str]) -> None:
+def test_a_full_redis_makes_workers_wait_and_producers_fail_typed(space: Any, report: Report) -> None:
     """noeviction + maxmemory: the worker waits (in-process) until memory is freed; nothing lost;
     `longparser submit` exits 4 with one line while Redis is full."""
     base, logs = space
@@ -415,15 +413,9 @@ def test_a_full_redis_makes_workers_wait_and_producers_fail_typed(space: Any, ta
         client.config_set("maxmemory", str(previous))
         freed = time.monotonic()
         assert watcher.wait_all(accepted, WINDOW_S), diagnose(client, prefix, watcher, accepted, [worker])
-        keys = _keys(client, prefix)
-        stored = _assert_all_stored(accepted, watcher, keys, prefix)
-        runs = task_runs([worker])
-        last = max(watcher.seen[d] for d in stored)
-        row = Row("Redis full (noeviction, maxmemory under its use) while tasks run, then raised",
-                  len(accepted), len(stored), sum(1 for d in accepted if runs[d] > 1), max(0.0, last - freed),
-                  "times from memory freed; `longparser submit` meanwhile: exit 4, one line")
-        record(row)
-        table_row.append(row.line())
+        title = "Redis full (noeviction, maxmemory under its use) while tasks run, then raised"
+        report(_all_stored_row(title, accepted, watcher, client, prefix, [worker], freed,
+                               "times from memory freed; `longparser submit` meanwhile: exit 4, one line"))
         assert worker.alive() and " exited with " not in worker.log_text()
     finally:
         watcher.stop()
