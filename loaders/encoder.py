@@ -29,7 +29,7 @@ from loaders.pinned_model import (
     EncoderUnavailable,
     checked_model_dir,
 )
-from loaders.tokenizer import TokenizerUnavailable, load_model_counter
+from loaders.tokenizer import ModelTokenCounter, TokenizerUnavailable, load_model_counter
 from loaders.windows import TextWindows, embed_in_windows
 
 __all__ = [
@@ -83,13 +83,16 @@ class SentenceTransformerEncoder:
         return np.asarray(vectors, dtype=np.float32)
 
 
-def _windows() -> TextWindows:
+def _windows(counter: ModelTokenCounter | None) -> TextWindows:
+    """Windows planned with ``counter`` (the process's model counter, whose word memo it then
+    shares), else with a counter loaded here."""
     try:
-        return TextWindows(load_model_counter().tokenizer)
+        counter = counter or load_model_counter()
     except TokenizerUnavailable as exc:
         raise EncoderUnavailable(
             f"the model's tokenizer is needed to embed long texts in windows: {exc}"
         ) from exc
+    return TextWindows(counter.tokenizer, count=counter.measure)
 
 
 def load_encoder(
@@ -100,6 +103,7 @@ def load_encoder(
     device: str = "cpu",
     backend: str = "torch",
     cache_dir: str | os.PathLike[str] | None = None,
+    counter: ModelTokenCounter | None = None,
 ) -> SentenceTransformerEncoder | ExportedEncoder:
     """Load the pinned sentence encoder from a LOCAL directory; never reaches the network.
 
@@ -110,6 +114,8 @@ def load_encoder(
         device: torch device (torch backend only); the service runs on ``"cpu"``.
         backend: one of :data:`loaders.encoder_backends.BACKENDS`.
         cache_dir: where exported backends live (default :func:`loaders.export.default_cache_dir`).
+        counter: the process's model token counter, if it has one (long texts are measured
+            with it); None: one is loaded for the windows.
 
     Raises:
         EncoderUnavailable: missing SDK/runtime/model/path, digest mismatch, a failed export, or
@@ -121,12 +127,12 @@ def load_encoder(
         raise EncoderUnavailable(f"unknown encoder backend {backend!r}; one of {', '.join(BACKENDS)}")
     force_offline()
     path, digest = checked_model_dir(model_path, expected_sha256)
-    windows = _windows()
+    windows = _windows(counter)
     if backend != "torch":
         if device != "cpu":
             raise EncoderUnavailable(f"encoder backend {backend!r} runs on the CPU only, not {device!r}")
         return load_exported_encoder(
-            backend, Path(path), digest, threads=threads, cache_dir=cache_dir, tokenizer=windows.tokenizer
+            backend, Path(path), digest, threads=threads, cache_dir=cache_dir, windows=windows
         )
     try:
         from sentence_transformers import SentenceTransformer

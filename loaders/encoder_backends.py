@@ -110,6 +110,7 @@ class ExportedEncoder:
         name: str,
         weights_sha256: str | None,
         artefact_sha256: str | None = None,
+        windows: TextWindows | None = None,
     ) -> None:
         self.run = run
         self.tokenizer = tokenizer
@@ -117,7 +118,7 @@ class ExportedEncoder:
         self.name = name
         self.weights_sha256 = weights_sha256
         self.artefact_sha256 = artefact_sha256
-        self.windows = TextWindows(tokenizer)
+        self.windows = windows or TextWindows(tokenizer)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """float32 ``(len(texts), dim)``; long texts by windows; an empty input gives ``(0, 0)``."""
@@ -193,7 +194,7 @@ def load_exported_encoder(
     *,
     threads: int,
     cache_dir: str | Path | None,
-    tokenizer: Any,
+    windows: TextWindows,
 ) -> ExportedEncoder:
     """Verify (exporting first if needed) and load ``backend``'s artefact; see the module docstring.
 
@@ -226,7 +227,8 @@ def load_exported_encoder(
     )
     return ExportedEncoder(
         run,
-        tokenizer,
+        windows.tokenizer,
+        windows=windows,
         backend=backend,
         name=backend_model_name(backend, detail),
         weights_sha256=source_sha256,

@@ -51,6 +51,13 @@ def build_resources(
     Raises:
         loaders.errors.ResourceUnavailable: a required resource cannot be loaded.
     """
+    counter, counter_error = None, None
+    if model_counter:
+        try:
+            counter = load_model_counter()
+        except TokenizerUnavailable as exc:
+            counter_error = str(exc)
+            logger.warning("token_counter 'model' unavailable: %s", counter_error)
     encoder, encoder_error = None, None
     if semantic:
         try:
@@ -60,19 +67,13 @@ def build_resources(
                 expected_sha256=expected_sha256,
                 backend=encoder_backend,
                 cache_dir=encoder_cache_dir,
+                counter=counter,
             )
         except EncoderUnavailable as exc:
             if strict:
                 raise
             encoder_error = str(exc)
             logger.warning("semantic boundaries unavailable, packing structurally: %s", encoder_error)
-    counter, counter_error = None, None
-    if model_counter:
-        try:
-            counter = load_model_counter()
-        except TokenizerUnavailable as exc:
-            counter_error = str(exc)
-            logger.warning("token_counter 'model' unavailable: %s", counter_error)
     return Resources(
         model_counter=counter,
         model_counter_error=counter_error,

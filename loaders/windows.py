@@ -78,22 +78,40 @@ def cut_points(word_ids: Sequence[int | None], room: int, overlap: int) -> list[
 
 class TextWindows:
     """Plans the windows of long texts with the pinned tokenizer (a ``tokenizers.Tokenizer``
-    without truncation or padding, as :func:`loaders.tokenizer.load_model_counter` loads it)."""
+    without truncation or padding, as :func:`loaders.tokenizer.load_model_counter` loads it).
 
-    def __init__(self, tokenizer: Any, *, window: int = MODEL_WINDOW, overlap: int = WINDOW_OVERLAP) -> None:
+    ``count`` gives each text's tokens without the special ones (the model counter's memoised
+    ``measure``, so that a text is tokenized in full only when it needs windows); default: the
+    tokenizer's own encode.
+    """
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        *,
+        count: Callable[[Sequence[str]], list[int]] | None = None,
+        window: int = MODEL_WINDOW,
+        overlap: int = WINDOW_OVERLAP,
+    ) -> None:
         self.tokenizer = tokenizer
+        self.count = count or self._encoded_lengths
         self.room = window - tokenizer.num_special_tokens_to_add(False)
         if not 0 <= overlap < self.room // 2:
             raise ValueError(f"overlap must be in [0, {self.room // 2}), got {overlap}")
         self.overlap = overlap
 
+    def _encoded_lengths(self, texts: Sequence[str]) -> list[int]:
+        return [len(e.ids) for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+
     def plan(self, texts: Sequence[str]) -> list[list[Window] | None]:
         """For each text: None when it fits the window, else its windows in order."""
-        encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        return [
-            None if len(encoding.ids) <= self.room else self._windows(text, encoding)
-            for text, encoding in zip(texts, encodings, strict=True)
-        ]
+        plans: list[list[Window] | None] = [None] * len(texts)
+        long = [i for i, n in enumerate(self.count(texts)) if n > self.room]
+        if long:
+            encodings = self.tokenizer.encode_batch([texts[i] for i in long], add_special_tokens=False)
+            for i, encoding in zip(long, encodings, strict=True):
+                plans[i] = self._windows(texts[i], encoding)
+        return plans
 
     def _windows(self, text: str, encoding: Any) -> list[Window]:
         room = self.room
