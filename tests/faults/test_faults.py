@@ -59,6 +59,15 @@ def _assert_all_stored(accepted: list[str], watcher: StoreWatcher, keys: list[st
     return stored
 
 
+def _submit_burst(producer: Producer, prefix: str, n: int, watcher: StoreWatcher) -> list[str]:
+    """Submit ``n`` documents of :data:`BLOCKS` blocks, each watched for in the store; their ids."""
+    accepted = [producer.submit(make_document(f"{prefix}-d{i:03d}", BLOCKS, seed=i)).document_id
+                for i in range(n)]
+    for document_id in accepted:
+        watcher.want(document_id)
+    return accepted
+
+
 def _all_stored_row(
     title: str, accepted: list[str], watcher: StoreWatcher, client: Any, prefix: str, workers: list[Any],
     since: float, note: str,
@@ -95,10 +104,7 @@ def test_redis_unreachable_for_20_s_while_tasks_run(space: Any, report: Report) 
     worker = start_worker("outage", values, logs)
     try:
         with Producer(Settings(**values)) as producer:
-            accepted = [producer.submit(make_document(f"{prefix}-d{i:03d}", BLOCKS, seed=i)).document_id
-                        for i in range(30)]
-        for document_id in accepted:
-            watcher.want(document_id)
+            accepted = _submit_burst(producer, prefix, 30, watcher)
         wait_until(lambda: len(watcher.seen) >= 4, 60, what="the burst to start")
         server.shutdown()
         stored_before = len(watcher.seen)
@@ -169,10 +175,7 @@ def test_sentinel_failover_mid_burst(space: Any, report: Report) -> None:
         watcher = StoreWatcher(lambda: redis_client(url, settings), lambda d: f"{prefix}:result:{d}").start()
         worker = start_worker("sentinel", values, logs)
         with Producer(settings) as producer:
-            accepted = [producer.submit(make_document(f"{prefix}-d{i:03d}", BLOCKS, seed=i)).document_id
-                        for i in range(30)]
-            for document_id in accepted:
-                watcher.want(document_id)
+            accepted = _submit_burst(producer, prefix, 30, watcher)
             wait_until(lambda: len(watcher.seen) >= 4, 60, what="the burst to start")
             # A planned switchover, as an operator runs one: writes paused on the master until the
             # replica has everything, Sentinel promotes the replica, the old master is made its
@@ -222,10 +225,7 @@ def test_sigterm_of_a_worker_mid_burst_with_a_second_worker(space: Any, report: 
         # The backlog first (a producer is about as fast as one worker process), then the fleet;
         # large enough that the second worker still has work when the first has shut down.
         with Producer(Settings(**values)) as producer:
-            accepted = [producer.submit(make_document(f"{prefix}-d{i:03d}", BLOCKS, seed=i)).document_id
-                        for i in range(SIGTERM_BACKLOG)]
-        for document_id in accepted:
-            watcher.want(document_id)
+            accepted = _submit_burst(producer, prefix, SIGTERM_BACKLOG, watcher)
         first = start_worker("first", values, logs)
         workers.append(first)
         second = start_worker("second", values, logs)
@@ -385,10 +385,7 @@ def test_a_full_redis_makes_workers_wait_and_producers_fail_typed(space: Any, re
     try:
         worker = start_worker("full", values, logs)  # a worker starts only against a Redis with room
         with Producer(Settings(**values)) as producer:
-            accepted = [producer.submit(make_document(f"{prefix}-d{i:03d}", BLOCKS, seed=i)).document_id
-                        for i in range(16)]
-        for document_id in accepted:
-            watcher.want(document_id)
+            accepted = _submit_burst(producer, prefix, 16, watcher)
         wait_until(lambda: len(watcher.seen) >= 1, 60, what="the burst to start")
         client = server.client(5)
         previous = _make_full(client)
