@@ -154,8 +154,9 @@ class Draft:
 
     @property
     def first_pos(self) -> int:
-        """Reading-order position of the first source (a chunk's place in the output)."""
-        return min([p[0].pos for p in self.parts])
+        """Reading-order position of the first source (a chunk's place in the output): repeated
+        context (a header line, a lead-in) does not count, as it is not among ``block_ids``."""
+        return min([p[0].pos for p in self.parts if not p[4]] or [p[0].pos for p in self.parts])
 
     def has_equation(self) -> bool:
         return any(p[0].kind == "equation" for p in self.parts if not p[4])

@@ -29,7 +29,7 @@ from typing import Any
 
 from longparser.budget import Budget
 from longparser.build import LINE_SEPARATOR, Draft, Part, part
-from longparser.context import BREADCRUMB_SEPARATOR
+from longparser.context import BREADCRUMB_SEPARATOR, breadcrumb
 from longparser.cutting import fitting_tail, split_spans
 from longparser.errors import RequestRefused
 
@@ -139,14 +139,18 @@ def _text_pieces(piece: Part, draft: Draft, budget: Budget) -> list[Part] | None
 def _appended(current: Draft, piece: Part, budget: Budget) -> list[Part]:
     """``current``'s parts with ``piece`` after them. A cut written right after the cut before it
     (a word cut in two) becomes one part again, measured as one: units only add up across
-    whitespace."""
+    whitespace; after anything else it starts a line."""
     parts = current.parts
     if parts and piece.sep == "" and piece.span and parts[-1].span and parts[-1].span[1] == piece.span[0]:
         before = parts[-1]
         text = before.text + piece.text
         return [*parts[:-1], part(before.rec, text, budget.measure(text), before.sep, before.context,
                                   (before.span[0], piece.span[1]))]
-    return [*parts, piece.after(piece.sep if parts else "")]
+    if not parts:
+        return [piece.after("")]
+    # the rest of a word cut in two, after other text (a repeated header line): a line of its own,
+    # or it would run into that text (and count differently: units only add up across whitespace)
+    return [*parts, piece.after(piece.sep or LINE_SEPARATOR)]
 
 
 def _close(piece: Draft, pieces: list[Draft], hold_headings: bool = True) -> list[Part]:
@@ -188,11 +192,29 @@ def _continuation(draft: Draft, carried: list[Part], budget: Budget) -> Draft:
     return piece
 
 
+def _drop_repeated_context(piece: Draft, budget: Budget) -> bool:
+    """Give up what an empty ``piece`` repeats as context when not even a fragment of content
+    fits beside it: its prefix (a repeated lead-in or overlap), then its repeated parts (a header
+    line), then its breadcrumb. Each is already within its own share, but together they can
+    fill the budget; context gives way, content never does. False when nothing is left."""
+    if piece.prefix:
+        piece.set_prefix("", 0)
+        piece.lead, piece.overlap_ids = None, []
+        return True
+    if any(p.context for p in piece.parts):
+        piece.parts = [p for p in piece.parts if not p.context]
+        return True
+    if budget.with_breadcrumb and breadcrumb(piece):
+        piece.breadcrumb = []
+        return True
+    return False
+
+
 def fit_draft(draft: Draft, budget: Budget) -> list[Draft]:
     """``draft`` if it fits, else the pieces it is cut into (see the module doc).
 
     Raises:
-        RequestRefused: not even one character fits beside the repeated context.
+        RequestRefused: not even one character fits, with all repeated context given up.
     """
     if budget.fits(draft):
         return [draft]
@@ -216,6 +238,8 @@ def fit_draft(draft: Draft, budget: Budget) -> list[Draft]:
         elif any(_opens(p, current) for p in current.parts):  # openers nothing fits beside
             _close(current, pieces)
             current = _continuation(draft, [], budget)
+            queue.insert(0, piece)
+        elif _drop_repeated_context(current, budget):
             queue.insert(0, piece)
         else:
             raise RequestRefused(f"max_tokens {budget.max_tokens} leaves no room for text beside the "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -115,6 +116,28 @@ def test_strict_mode_keeps_the_maximum_and_loses_nothing(
     check_reading_order(blocks, result)
     again = chunk_blocks(json.loads(json.dumps(blocks)), strict, resources, document_id="strict-doc")
     assert without_timings(again) == without_timings(result)
+
+
+REGRESSIONS = Path(__file__).resolve().parents[1] / "fixtures" / "regressions"
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        # a breadcrumb and a repeated lead-in, each within its share, filled the budget together:
+        # the request was refused instead of the context giving way
+        "strict_context_fills_the_budget",
+        # pieces of a caption after its table carried the table's header line, which made them
+        # sort before the table's own piece
+        "strict_caption_pieces_after_table",
+        # the rest of a word cut in two ran into a repeated header line: counted as one word
+        "strict_word_cut_after_header_line",
+    ],
+)
+def test_cases_the_search_found(case: str) -> None:
+    """Examples Hypothesis found (kept, since a random search may not find them again)."""
+    example = json.loads((REGRESSIONS / f"{case}.json").read_text(encoding="utf-8"))
+    test_strict_mode_keeps_the_maximum_and_loses_nothing.hypothesis.inner_test(**example)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("counter", sorted(COUNTERS))
