@@ -1,7 +1,8 @@
 """``longparser chunk``: run the engine on a local JSON file and print (or write) the result.
 
 Usage: ``longparser chunk INPUT.json [-c CONFIG] [-o OUT.json] [--max-tokens N] [--min-tokens N]
-[--token-counter {estimate,model}] [--strict] [--heading-context] [--semantic] [--summary]``.
+[--token-counter COUNTER] [--fit TOKENIZER] [--reserve-tokens N] [--strict] [--heading-context]
+[--semantic] [--summary]``.
 
 * INPUT is a JSON list of blocks, a ChunkRequest object, a LongParser Document dump
   (:func:`schemas.parse_input` accepts all three) or a docling ``DoclingDocument``, converted
@@ -10,7 +11,7 @@ Usage: ``longparser chunk INPUT.json [-c CONFIG] [-o OUT.json] [--max-tokens N] 
   else from the file name (sanitised to the wire pattern).
 * Config, lowest to highest precedence: the input's own ``config``, ``-c`` (a JSON file or an
   inline JSON object), then the flags (``--max-tokens``, ``--min-tokens``, ``--token-counter``,
-  ``--strict``, ``--heading-context``, ``--semantic``).
+  ``--fit``, ``--reserve-tokens``, ``--strict``, ``--heading-context``, ``--semantic``).
 * The result is printed as JSON (``indent=2``, keys in the schema's order), or written to OUT
   atomically: a temporary file in OUT's directory, then ``os.replace`` - a reader never sees a
   partial file, and on any error no file is created.
@@ -35,10 +36,11 @@ is different: the user asked for a guarantee in the model's tokens, so a missing
 is an error, never a silent fall-back to the estimate.
 
 Resources: word list from the settings' ``word_list_path`` when the settings module is
-present, else ``/usr/share/dict/words`` if it exists; the fastText language ID, the model's
-token counter (only for ``token_counter: "model"``) and the encoder (only when semantic mode is
-requested) through :mod:`loaders`. Everything heavy is imported inside the functions that need
-it, so ``--help`` and input errors return at once.
+present, else ``/usr/share/dict/words`` if it exists; the fastText language ID, the counters
+``token_counter`` and ``fit`` name (the model's; a tokenizer from a path, or from a name the
+settings declare) and the encoder (only when semantic mode is requested) through
+:mod:`loaders`. Everything heavy is imported inside the functions that need it, so ``--help``
+and input errors return at once.
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ CONFIG_FLAGS = {
     "max_tokens": "max_tokens",
     "min_tokens": "min_tokens",
     "token_counter": "token_counter",
+    "fit": "fit",
+    "reserve_tokens": "reserve_tokens",
     "strict": "strict_max_tokens",
     "heading_context": "heading_context",
     "semantic": "use_semantic_chunking",
@@ -213,25 +217,32 @@ def word_list_path(settings: Any) -> str | None:
     return str(DEFAULT_WORD_LIST) if DEFAULT_WORD_LIST.is_file() else None
 
 
-def model_counter_resources(config: ChunkingConfig) -> Resources:
-    """The model's token counter when ``config`` asks for it (``Resources()`` otherwise).
+def counter_resources(config: ChunkingConfig) -> Resources:
+    """The counters ``config`` names (``token_counter``, ``fit``): the model's, a tokenizer
+    from a path, or one the settings declare by name (``LONGPARSER_TOKENIZERS``).
 
     Raises:
-        longparser.errors.RequestRefused: the tokenizer cannot be loaded; the engine's own
-            message (the one a worker gives), naming what to install. Checked before anything
-            heavier loads.
+        longparser.errors.RequestRefused: a tokenizer cannot be loaded (for ``model``, the
+            engine's own message, the one a worker gives, naming what to install). Checked
+            before anything heavier loads.
     """
-    if config.token_counter != "model":
-        return Resources()
+    from loaders.resources import with_tokenizers
     from loaders.tokenizer import TokenizerUnavailable, load_model_counter
+    from longparser.errors import RequestRefused
     from longparser.resources import select_counter
 
+    model = None
+    if "model" in (config.token_counter, config.fit):
+        try:
+            model = load_model_counter()
+        except TokenizerUnavailable as exc:
+            select_counter("model", Resources(model_counter_error=str(exc)))  # raises RequestRefused
+    settings = _settings()
+    declared = getattr(settings, "tokenizers", None) if settings is not _NO_SETTINGS else None
     try:
-        return Resources(model_counter=load_model_counter())
+        return with_tokenizers(config, Resources(model_counter=model), declared)
     except TokenizerUnavailable as exc:
-        unavailable = Resources(model_counter_error=str(exc))
-        select_counter(config.token_counter, unavailable)  # raises RequestRefused
-        return unavailable  # pragma: no cover - select_counter refused above
+        raise RequestRefused(str(exc)) from None
 
 
 def load_resources(config: ChunkingConfig) -> Resources:
@@ -248,7 +259,7 @@ def load_resources(config: ChunkingConfig) -> Resources:
     """
     from loaders.resources import build_resources
 
-    counter = model_counter_resources(config)
+    counter = counter_resources(config)
     settings = _settings()
     has = settings is not _NO_SETTINGS
     resources = build_resources(
@@ -261,7 +272,7 @@ def load_resources(config: ChunkingConfig) -> Resources:
         strict=False,
         model_counter=False,
     )
-    return dataclasses.replace(resources, model_counter=counter.model_counter)
+    return dataclasses.replace(resources, model_counter=counter.model_counter, counters=counter.counters)
 
 
 def result_json(result: ChunkResult) -> str:

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
+from collections.abc import Mapping
 
 from loaders.encoder import load_encoder
 from loaders.pinned_model import PINNED_SHA256, EncoderUnavailable
 from loaders.quality import load_language_id, load_word_list
 from loaders.tokenizer import TokenizerUnavailable, load_model_counter
+from loaders.tokenizers import load_named
 from longparser.resources import Resources
+from longparser.tokens import TokenCounter
+from schemas.config import ChunkingConfig
+from schemas.tokenizers import TokenizerSpec
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +34,7 @@ def build_resources(
     expected_sha256: str = PINNED_SHA256,
     encoder_backend: str = "torch",
     encoder_cache_dir: str | os.PathLike[str] | None = None,
+    counters: Mapping[str, TokenCounter] | None = None,
 ) -> Resources:
     """Load the resources a process hands to the engine.
 
@@ -47,6 +54,8 @@ def build_resources(
             docs/encoders.md); a backend that cannot load is an encoder problem like any other,
             never a fall-back to torch.
         encoder_cache_dir: where exported backends are kept (None: the user's cache directory).
+        counters: tokenizers' counters already loaded, by name (a worker's declared ones, loaded
+            before its pool forks: :func:`loaders.tokenizers.load_declared`).
 
     Raises:
         loaders.errors.ResourceUnavailable: a required resource cannot be loaded.
@@ -81,4 +90,29 @@ def build_resources(
         language_id=load_language_id(required=language_id_required) if language_id else None,
         encoder=encoder,
         encoder_error=encoder_error,
+        counters=dict(counters or {}),
     )
+
+
+def with_tokenizers(config: ChunkingConfig | Mapping[str, object], resources: Resources | None = None,
+                    declared: Mapping[str, TokenizerSpec] | None = None) -> Resources:
+    """``resources`` plus the counters ``config`` names (library and command line): the
+    model's for ``model``, a tokenizer loaded from the path (or the ``declared`` name) that
+    ``token_counter`` or ``fit`` gives.
+
+    Raises:
+        loaders.tokenizers.TokenizerUnavailable: a named tokenizer cannot be loaded.
+        loaders.tokenizer.TokenizerUnavailable: ``model`` without the tokenizers library.
+    """
+    if not isinstance(config, ChunkingConfig):
+        config = ChunkingConfig.model_validate(config)
+    resources = resources or Resources()
+    named = (config.token_counter, config.fit)
+    update: dict[str, object] = {}
+    if "model" in named and resources.model_counter is None:
+        update["model_counter"] = load_model_counter()
+    missing = [name for name in named if name is not None and name not in resources.counters]
+    loaded = load_named(missing, declared)
+    if loaded:
+        update["counters"] = {**resources.counters, **loaded}
+    return dataclasses.replace(resources, **update) if update else resources

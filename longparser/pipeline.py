@@ -39,8 +39,9 @@ from longparser.merging import lead_headings, merge_small
 from longparser.overlap import apply_overlap
 from longparser.packing import pack_prose
 from longparser.prepare import prepare
+from longparser.preset import expanded, resolve
 from longparser.quality import ChunkScorer
-from longparser.resources import NO_RESOURCES, Resources, select_counter
+from longparser.resources import NO_RESOURCES, Resources
 from longparser.sections import ListSeg, ProseSeg, Section, group_sections
 from longparser.semantic import section_boundaries
 from longparser.table_chunks import table_drafts
@@ -160,12 +161,13 @@ def chunk_blocks(
 
     Raises:
         pydantic.ValidationError: a block or the config is invalid.
-        RequestRefused: the config asks for a resource ``resources`` lacks (the model's counter).
+        RequestRefused: the config asks for a resource ``resources`` lacks (the model's counter,
+            a tokenizer), or for chunks larger than the tokenizer's window (strict mode).
     """
     t0 = time.perf_counter()
-    cfg, res = _as_config(config), resources if resources is not None else NO_RESOURCES
-    counter = select_counter(cfg.token_counter, res)
-    budget = Budget(cfg.max_tokens, counter, strict=cfg.strict_max_tokens,
+    requested, res = _as_config(config), resources if resources is not None else NO_RESOURCES
+    cfg, counter = resolve(requested, res)
+    budget = Budget(cfg.chunk_budget, counter, strict=cfg.strict_max_tokens,
                     with_breadcrumb=cfg.heading_context)
     intake = BlockIntake(blocks)
     records, excluded, retagged = prepare(intake, cfg, counter)
@@ -195,6 +197,7 @@ def chunk_blocks(
         semantic=semantic,
         resources=res.availability(),
         timings_ms=timings,
+        config=expanded(requested.fit, cfg),
     )
     return ChunkResult(document_id=document_id, chunks=chunks, stats=stats)
 

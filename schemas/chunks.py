@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 ChunkType = Literal["section", "table", "table_schema", "list", "equation"]
 
@@ -66,6 +66,16 @@ class ChunkStats(BaseModel):
     semantic: SemanticStats = Field(default_factory=SemanticStats)
     resources: dict[str, bool] = Field(default_factory=dict)
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    # With the ``fit`` preset: the config it expanded to (``fit`` and every field); absent otherwise.
+    config: dict[str, Any] | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_config(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # absent, not null: results of requests without the preset stay as they were
+        data = handler(self)
+        if data.get("config") is None:
+            data.pop("config", None)
+        return data
 
 
 class ChunkResult(BaseModel):

@@ -14,11 +14,13 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from config.settings import Settings
 from loaders.resources import build_resources
 from longparser.resources import Resources
+from longparser.tokens import TokenCounter
 from service.retry import Waits
 from service.store import ResultStore
 
@@ -61,13 +63,15 @@ def _cap_threads(threads: int) -> None:
     os.environ.setdefault("MKL_NUM_THREADS", str(threads))
 
 
-def build_process_resources(settings: Settings) -> Resources:
+def build_process_resources(settings: Settings, tokenizers: Mapping[str, TokenCounter] | None = None
+                            ) -> Resources:
     """Load the resources ``settings`` ask for, and warm the encoder up.
 
     Required (raise :class:`~loaders.errors.ResourceUnavailable` instead of turning the check
     off): the encoder of a semantic worker, a word list or language ID the operator set
     explicitly. A default that is absent (the system word list on a machine without one) logs
-    one line and is recorded as off in each result's stats.
+    one line and is recorded as off in each result's stats. ``tokenizers``: the declared
+    tokenizers' counters, loaded once by the parent before it forks (worker.signals).
     """
     started = time.perf_counter()
     if settings.semantic_enabled:
@@ -82,6 +86,7 @@ def build_process_resources(settings: Settings) -> Resources:
         strict=True,
         word_list_required=settings.word_list_path is not None and settings.explicitly_set("word_list_path"),
         language_id_required=settings.language_id and settings.explicitly_set("language_id"),
+        counters=tokenizers,
     )
     if resources.encoder is not None:
         # One warm-up encode: the first call pays for lazy initialisation, not the first task.
@@ -96,7 +101,8 @@ def parent_context(settings: Settings) -> WorkerContext:
     return WorkerContext(settings=settings, store=ResultStore.from_settings(settings))
 
 
-def child_context(settings: Settings) -> WorkerContext:
-    """A pool child's context: its own store connections and its own resources."""
+def child_context(settings: Settings, tokenizers: Mapping[str, TokenCounter] | None = None) -> WorkerContext:
+    """A pool child's context: its own store connections and its own resources (the declared
+    tokenizers' counters come from the parent, loaded before it forked)."""
     return WorkerContext(settings=settings, store=ResultStore.from_settings(settings),
-                         resources=build_process_resources(settings))
+                         resources=build_process_resources(settings, tokenizers))

@@ -25,6 +25,8 @@ from loaders.encoder_backends import missing_runtime
 from loaders.errors import ResourceUnavailable
 from loaders.pinned_model import PINNED_SHA256, EncoderUnavailable, checked_model_dir
 from loaders.resources import build_resources
+from loaders.tokenizers import load_declared
+from longparser.tokens import TokenCounter
 from service.redis_client import TRANSIENT_ERRORS, masked, redis_client
 from worker.context import child_context, parent_context
 from worker.redis_checks import UnsafeRedis, inspect_redis
@@ -86,6 +88,16 @@ def check_worker_can_start(settings: Settings) -> None:
         raise SystemExit(f"longparser worker: cannot start: {exc}") from None
 
 
+def preload_tokenizers(settings: Settings) -> dict[str, TokenCounter]:
+    """The declared tokenizers (``LONGPARSER_TOKENIZERS``), loaded in the parent before it
+    forks its pool, so every child shares them; one that fails to load stops the worker with
+    one line (``SystemExit``)."""
+    try:
+        return load_declared(settings.tokenizers)
+    except ResourceUnavailable as exc:
+        raise SystemExit(f"longparser worker: cannot start: {exc} (LONGPARSER_TOKENIZERS)") from None
+
+
 def stop_worker_from_child(exc: BaseException) -> None:
     """A child that cannot build its context: say why, stop the parent, exit (never serve)."""
     logger.critical("worker process %d cannot build its resources, shutting the worker down: %s",
@@ -108,13 +120,16 @@ def connect(app: Any, settings: Settings) -> None:
         warnings.filterwarnings("ignore", category=CPendingDeprecationWarning,
                                 message=r"\s*In Celery 5\.1 we introduced")
 
+    tokenizers: dict[str, TokenCounter] = {}
+
     def on_worker_init(**_: Any) -> None:
         check_worker_can_start(settings)
+        tokenizers.update(preload_tokenizers(settings))
         app.context = parent_context(settings)
 
     def on_process_init(**_: Any) -> None:
         try:
-            app.context = child_context(settings)
+            app.context = child_context(settings, tokenizers)
         except Exception as exc:
             stop_worker_from_child(exc)
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
@@ -211,11 +212,12 @@ def test_worker_app_carries_the_config() -> None:
 
 
 def _example_variables() -> dict[str, str]:
+    """Every ``LONGPARSER_NAME=value`` line, commented out or not (copying the file changes nothing)."""
     variables = {}
     for line in ENV_EXAMPLE.read_text().splitlines():
-        if line.strip() and not line.lstrip().startswith("#"):
-            name, _, value = line.partition("=")
-            variables[name.strip()] = value.strip()
+        found = re.match(r"#?\s*(LONGPARSER_[A-Z0-9_]+)=(.*)$", line.strip())
+        if found:
+            variables[found.group(1)] = found.group(2).strip()
     return variables
 
 
