@@ -92,8 +92,28 @@ _CHARACTER_NORMALIZERS = frozenset({"BertNormalizer", "Lowercase", "NFC", "NFD",
 # --- what the counters need from a tokenizer ----------------------------------------------
 
 
+class _Memo(dict[Any, Any]):
+    """A value per distinct key, computed on first use; it starts again at :data:`MEMO_LIMIT`."""
+
+    def __init__(self, compute: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self.compute = compute
+
+    def __missing__(self, key: Any) -> Any:
+        if len(self) >= MEMO_LIMIT:
+            self.clear()
+        value = self[key] = self.compute(key)
+        return value
+
+
 class _HuggingFace:
-    """A ``tokenizers.Tokenizer``: counts without special tokens, the count they add, offsets."""
+    """A ``tokenizers.Tokenizer``: counts without special tokens, the count they add, offsets.
+
+    A text is counted the way ``encode`` counts it, step by step: split by the pre-tokenizer,
+    each piece cut by the model; the pieces' counts are remembered (a BPE tokenizer's pieces
+    repeat far more than the words around them). A text holding one of the tokenizer's added
+    tokens (``encode`` takes them out first), or one its normalizer changes, is encoded whole.
+    """
 
     def __init__(self, tokenizer: Any, lower: bool) -> None:
         tokenizer.no_truncation()
@@ -101,12 +121,24 @@ class _HuggingFace:
         self.tokenizer, self.lower = tokenizer, lower
         self.specials = tokenizer.num_special_tokens_to_add(False)
         self.added = [token.content for token in tokenizer.get_added_tokens_decoder().values()]
+        contents = sorted({content for content in self.added if content}, key=len, reverse=True)
+        self._added = re.compile("|".join(map(re.escape, contents))) if contents else None
+        normalizer, pre = tokenizer.normalizer, tokenizer.pre_tokenizer
+        self._normalize = normalizer.normalize_str if normalizer is not None else None
+        self._split = pre.pre_tokenize_str if pre is not None else None
+        tokenize = tokenizer.model.tokenize
+        self.pieces = _Memo(lambda piece: len(tokenize(piece)))
 
     def _text(self, text: str) -> str:
         return text.lower() if self.lower else text
 
     def count(self, text: str) -> int:
-        return len(self.tokenizer.encode(self._text(text), add_special_tokens=False).ids)
+        seen = self._text(text)
+        if (self._split is None or (self._added is not None and self._added.search(seen))
+                or (self._normalize is not None and self._normalize(seen) != seen)):
+            return len(self.tokenizer.encode(seen, add_special_tokens=False).ids)
+        piece = self.pieces.__getitem__
+        return sum(piece(split) for split, _ in self._split(seen))
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         # encode_batch_fast (tokenizers >= 0.20) skips the offsets a count does not need
@@ -146,20 +178,6 @@ class _Tiktoken:
 # --- the counters ---------------------------------------------------------------------------
 
 
-class _Memo(dict[Any, Any]):
-    """A value per distinct key, computed on first use; it starts again at :data:`MEMO_LIMIT`."""
-
-    def __init__(self, compute: Callable[[Any], Any]) -> None:
-        super().__init__()
-        self.compute = compute
-
-    def __missing__(self, key: Any) -> Any:
-        if len(self) >= MEMO_LIMIT:
-            self.clear()
-        value = self[key] = self.compute(key)
-        return value
-
-
 class _TextMemo(dict[str, Any]):
     """A value per distinct text, bounded by the characters held (texts are long, and many)."""
 
@@ -196,7 +214,7 @@ class TokenizerCounter:
 
     def forget(self) -> None:
         """Empty what this counter remembers (a benchmark measures a cold start)."""
-        for memo in vars(self).values():
+        for memo in [*vars(self).values(), *vars(self.tokens).values()]:
             if isinstance(memo, dict):
                 memo.clear()
 
