@@ -124,3 +124,21 @@ def test_real_documents_fit_the_real_tokenizer(family: str, fixture: Path, max_t
         check_fits_real_tokenizer(result, family, max_tokens)
         check_nothing_lost_in_pieces(blocks, kept, result)
         check_reading_order(blocks, result)
+
+
+REGRESSIONS = ROOT / "tests" / "fixtures" / "regressions"
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        # a 3,000-token BPE spends two to four tokens on each Greek or CJK character: the
+        # breadcrumb ("Δ σύνοψη", "数据") left no room beside it for any piece of a table cell's
+        # column name, and the request was refused instead of the breadcrumb giving way
+        "tokenizer_breadcrumb_leaves_no_room_for_a_cell",
+    ],
+)
+def test_cases_the_search_found(case: str) -> None:
+    """Examples Hypothesis found (kept, since a random search may not find them again)."""
+    example = json.loads((REGRESSIONS / f"{case}.json").read_text(encoding="utf-8"))
+    test_strict_chunks_fit_the_real_tokenizer.hypothesis.inner_test(**example)  # type: ignore[attr-defined]
