@@ -3,8 +3,8 @@
 
 The tokenizer is built in this run (nothing can be downloaded): a byte-level BPE with cl100k's
 pre-tokenizer pattern, trained with the ``tokenizers`` library to ``--vocab`` tokens on a
-diverse corpus (the Python standard library's sources and this repository's documents and
-fixtures, a reserved evaluation document left out), loaded both as a Hugging Face
+diverse corpus (the Python standard library's sources and this repository's fixture
+documents, a reserved evaluation document left out), loaded both as a Hugging Face
 ``tokenizer.json`` and, its ranks written in tiktoken's format, as a tiktoken encoding, each
 through ``loaders.tokenizers`` exactly as a worker loads a declared tokenizer.
 
