@@ -102,6 +102,8 @@ def test_an_explicit_word_list_that_cannot_be_read_refuses_to_start(
         worker.signals.check_worker_can_start(settings)
     message = str(caught.value)
     assert message.startswith(f"longparser worker: cannot start: word list {missing} cannot be read")
+    assert "set explicitly: fix it or unset it" in message
+    assert "check off" not in message  # a refusal never claims the check was merely turned off
     assert "\n" not in message
     with pytest.raises(ResourceUnavailable):  # the child refuses the same way
         worker.context.child_context(settings)
