@@ -21,6 +21,8 @@ from urllib.parse import urlsplit
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from schemas.inputs import join_problems, quoted
+
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 ENV_PREFIX = "LONGPARSER_"
 ENV_FILE = ".env"
@@ -31,10 +33,6 @@ SslCertReqs = Literal["required", "optional", "none"]
 # deep inside kombu or redis-py (a traceback, or a 30 s wait for "localhost" as a scheme).
 REDIS_SCHEMES = ("redis", "rediss", "unix", "sentinel")
 URL_FORMS = "redis://host:6379/0, rediss:// (TLS), unix:///path/to/redis.sock or sentinel://host:26379"
-# A problem quotes at most this much of the value it refuses, and a message names at most
-# MAX_PROBLEMS problems: an error stays one readable line whatever the input.
-MAX_QUOTED_CHARS = 80
-MAX_PROBLEMS = 5
 _URL_PASSWORD = re.compile(r"(://[^:@/;]*:)[^@/;]+@")
 
 
@@ -45,18 +43,6 @@ class SettingsError(ValueError):
 def masked_url(url: str) -> str:
     """``url`` with any password replaced by ``**`` (each part of a ``;`` list)."""
     return _URL_PASSWORD.sub(r"\1**@", url)
-
-
-def quoted(value: object, limit: int = MAX_QUOTED_CHARS) -> str:
-    """``repr(value)``, cut to ``limit`` characters with ``...`` when longer."""
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit - 3]}..."
-
-
-def join_problems(problems: list[str], limit: int = MAX_PROBLEMS) -> str:
-    """Problems joined with ``; ``: the first ``limit``, then ``... and N more``."""
-    shown = "; ".join(problems[:limit])
-    return shown if len(problems) <= limit else f"{shown}; ... and {len(problems) - limit} more"
 
 
 def describe_validation_error(exc: ValidationError) -> str:

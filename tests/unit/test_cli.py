@@ -141,10 +141,14 @@ def test_chunk_prints_engine_result_for_each_input_shape(
     ("file_name", "expected"),
     [
         ("report.json", "report"),
+        ("_report.json", "_report"),  # not report's id: its result would overwrite report's
         ("Q3 report (final).json", "Q3-report-final-"),
-        ("__draft__.v2.json", "draft__.v2"),
-        ("ünïcødé.json", "n-c-d-"),
-        ("ééé.json", "document"),
+        ("__draft__.v2.json", "__draft__.v2"),
+        ("Bericht_Ü.json", "Bericht_U"),
+        ("ünïcødé.json", "unicode"),
+        ("ééé.json", "eee"),
+        ("报告.json", "document"),
+        ("-x.json", "x"),
         ("x" * 300 + ".json", "x" * 200),
     ],
 )

@@ -98,7 +98,8 @@ def test_small_documents_report_no_progress(
     chunk_document.delay(payload()).get()
     assert eager == []  # 3 blocks < 1000: finished before a progress state would be read
     big = payload()
-    big["blocks"] = big["blocks"] * 334  # 1,002 blocks
+    big["blocks"] = [{**block, "block_id": f"{block['block_id']}-{copy}"}
+                     for copy in range(334) for block in big["blocks"]]  # 1,002 blocks
     chunk_document.delay(big).get()
     assert [meta["stage"] for _, meta in eager] == ["validating", "chunking", "storing"]
 
