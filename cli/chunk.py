@@ -20,25 +20,23 @@ Usage: ``longparser chunk INPUT.json [-c CONFIG] [-o OUT.json] [--max-tokens N] 
 
 Exit status: 0 success; 2 bad input (missing, empty or unreadable file, not JSON, wrong shape,
 invalid field, bad config, a DoclingDocument docling-core cannot read or docling-core missing,
-invalid ``LONGPARSER_*`` settings) or a request the engine refuses (``--token-counter model``
-without the tokenizer), with one line on stderr and no traceback; 1 the output file could not
-be written.
+invalid ``LONGPARSER_*`` settings) or a request that cannot be served as asked (``--token-counter
+model`` without the tokenizer, ``--semantic`` without the model), with one line on stderr and no
+traceback; 1 the output file could not be written.
 
 Warnings go to stderr, one line each (``longparser chunk: warning: ...``; :mod:`cli.main` sets
 that up for the loaders' and the engine's log records): a missing optional resource (word
-list, language ID), an input without blocks (0 chunks). Semantic mode with the model
-unavailable: like the worker, the command warns once and packs structurally; ``stats.semantic``
-records ``requested`` true, ``available`` false and the reason. We chose this over failing
-because the result is still correct structural chunking and says plainly what happened; scripts
-that need semantic boundaries check ``stats.semantic.available``. ``--token-counter model``
-is different: the user asked for a guarantee in the model's tokens, so a missing tokenizer
-is an error, never a silent fall-back to the estimate.
+list, language ID), an input without blocks (0 chunks). Semantic mode and the model's token
+counter are different: the user asked for them by name, so a missing model or tokenizer is an
+error (exit 2, the message says what to install), never a silent fall-back - as a semantic
+worker refuses to start without its model. The library keeps the fall-back (``chunk_blocks``
+without an encoder packs structurally and says so in ``stats.semantic``).
 
-Resources: word list from the settings' ``word_list_path`` when the settings module is
-present, else ``/usr/share/dict/words`` if it exists; the fastText language ID, the model's
-token counter (only for ``token_counter: "model"``) and the encoder (only when semantic mode is
-requested) through :mod:`loaders`. Everything heavy is imported inside the functions that need
-it, so ``--help`` and input errors return at once.
+Resources: what the settings name (:meth:`loaders.resources.ResourceSpec.from_settings`, as a
+worker reads them), narrowed to what the request needs (:meth:`~loaders.resources.ResourceSpec.for_request`):
+the word list and the fastText language ID (optional here), the model's token counter (only for
+``token_counter: "model"``) and the encoder (only for semantic mode). Everything heavy is
+imported inside the functions that need it, so ``--help`` and input errors return at once.
 """
 
 from __future__ import annotations
@@ -57,7 +55,6 @@ from schemas import ChunkingConfig, ChunkRequest, ChunkResult, InputError
 from schemas.inputs import document_id_from_name, is_docling_input, parse_input
 
 EXIT_OK, EXIT_WRITE_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-DEFAULT_WORD_LIST = Path("/usr/share/dict/words")
 SUMMARY_WORDS = 8
 # Command-line flag (argparse dest) -> ChunkingConfig field; a flag left unset changes nothing.
 CONFIG_FLAGS = {
@@ -183,85 +180,43 @@ def warn_if_empty(command: str, request: ChunkRequest) -> None:
         print(f"longparser {command}: warning: input has no blocks: the result has 0 chunks", file=sys.stderr)
 
 
-_NO_SETTINGS = object()
-
-
 def _settings() -> Any:
-    """``config.settings.get_settings()``, or a sentinel when the settings module is absent.
+    """``config.settings.get_settings()``, invalid settings as an :class:`InputError` (one line)."""
+    from config.settings import SettingsError, get_settings
 
-    The settings module belongs to the worker side (pydantic-settings, env prefix
-    ``LONGPARSER_``); the CLI honours it when installed but never requires it.
-
-    Raises:
-        InputError: the ``LONGPARSER_*`` environment holds an invalid value.
-    """
-    try:
-        from config.settings import get_settings
-    except ImportError:
-        return _NO_SETTINGS
     try:
         return get_settings()
-    except ValueError as exc:  # SettingsError (one line) is a ValueError
+    except SettingsError as exc:
         raise InputError(f"settings (LONGPARSER_* environment / .env): {exc}") from None
 
 
-def word_list_path(settings: Any) -> str | None:
-    """The word list: the settings' ``word_list_path`` (None there means off), else the system one."""
-    if settings is not _NO_SETTINGS:
-        configured = getattr(settings, "word_list_path", None)
-        return str(configured) if configured else None
-    return str(DEFAULT_WORD_LIST) if DEFAULT_WORD_LIST.is_file() else None
-
-
-def model_counter_resources(config: ChunkingConfig) -> Resources:
-    """The model's token counter when ``config`` asks for it (``Resources()`` otherwise).
-
-    Raises:
-        longparser.errors.RequestRefused: the tokenizer cannot be loaded; the engine's own
-            message (the one a worker gives), naming what to install. Checked before anything
-            heavier loads.
-    """
-    if config.token_counter != "model":
-        return Resources()
-    from loaders.tokenizer import TokenizerUnavailable, load_model_counter
-    from longparser.resources import select_counter
-
-    try:
-        return Resources(model_counter=load_model_counter())
-    except TokenizerUnavailable as exc:
-        unavailable = Resources(model_counter_error=str(exc))
-        select_counter(config.token_counter, unavailable)  # raises RequestRefused
-        return unavailable  # pragma: no cover - select_counter refused above
-
-
 def load_resources(config: ChunkingConfig) -> Resources:
-    """Build the CLI's resources for ``config``: word list, language ID, the model's token
-    counter (``token_counter: "model"``) and the encoder (``use_semantic_chunking``).
-
-    A missing optional resource never raises: the loader logs one warning (printed as one
-    stderr line, see :mod:`cli.main`), the result's ``stats.resources`` / ``stats.semantic``
-    record it and the engine runs without it; a missing encoder means structural packing.
+    """The resources the settings name, narrowed to what ``config`` needs
+    (:meth:`~loaders.resources.ResourceSpec.for_request`): word list and language ID (optional:
+    a missing one is one warning and an "off" in ``stats.resources``), the model's token counter
+    (``token_counter: "model"``), the encoder (``use_semantic_chunking``).
 
     Raises:
         InputError: invalid ``LONGPARSER_*`` settings.
-        longparser.errors.RequestRefused: ``token_counter: "model"`` without the tokenizer.
+        longparser.errors.RequestRefused: the token counter or the encoder the request asks for
+            cannot be loaded; the message says what to install. The counter is checked first,
+            before anything heavier loads.
     """
-    from loaders.resources import build_resources
+    from loaders.pinned_model import EncoderUnavailable
+    from loaders.resources import ResourceSpec, build_resources
+    from loaders.tokenizer import TokenizerUnavailable
+    from longparser.errors import RequestRefused
+    from longparser.resources import select_counter
 
-    counter = model_counter_resources(config)
-    settings = _settings()
-    has = settings is not _NO_SETTINGS
-    resources = build_resources(
-        word_list_path=word_list_path(settings),
-        language_id=bool(getattr(settings, "language_id", True)) if has else True,
-        semantic=config.use_semantic_chunking,
-        model_path=getattr(settings, "model_path", None) if has else None,
-        threads=int(getattr(settings, "torch_threads", 1)) if has else 1,
-        encoder_backend=str(getattr(settings, "encoder_backend", "torch")) if has else "torch",
-        strict=False,
-        model_counter=False,
-    )
-    return dataclasses.replace(resources, model_counter=counter.model_counter)
+    spec = ResourceSpec.from_settings(_settings()).for_request(config)
+    try:
+        return build_resources(spec)
+    except TokenizerUnavailable as exc:
+        select_counter(config.token_counter, Resources(model_counter_error=str(exc)))  # the engine's words
+        raise RequestRefused(str(exc)) from None  # pragma: no cover - select_counter raised above
+    except EncoderUnavailable as exc:
+        raise RequestRefused(f"semantic chunking needs the embedding model, which cannot be loaded: {exc}"
+                             ) from None
 
 
 def result_json(result: ChunkResult) -> str:

