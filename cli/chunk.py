@@ -1,16 +1,19 @@
 """``longparser chunk``: run the engine on a local JSON file and print (or write) the result.
 
-Usage: ``longparser chunk INPUT.json [-c CONFIG] [-o OUT.json] [--max-tokens N] [--min-tokens N]
-[--token-counter {estimate,model}] [--strict] [--heading-context] [--semantic] [--summary]``.
+Usage: ``longparser chunk INPUT.json [-c CONFIG] [-o OUT.json] [--document-id ID] [--max-tokens N]
+[--min-tokens N] [--token-counter {estimate,model}] [--strict] [--heading-context] [--semantic]
+[--summary]``.
 
 * INPUT is a JSON list of blocks, a ChunkRequest object, a LongParser Document dump
   (:func:`schemas.parse_input` accepts all three) or a docling ``DoclingDocument``, converted
-  here by :mod:`loaders.docling` (docling-core, the ``[docling]`` extra). The document id comes
-  from the input (a DoclingDocument's ``name``, unless it is docling's default ``"Document"``),
-  else from the file name (sanitised to the wire pattern).
+  here by :mod:`loaders.docling` (docling-core, the ``[docling]`` extra); ``-`` reads standard
+  input. The document id is ``--document-id``, else the input's (a DoclingDocument's ``name``,
+  unless it is docling's default ``"Document"``), else the file name's (fitted to the wire
+  pattern: :func:`schemas.inputs.document_id_from_name`), else ``stdin`` for ``chunk -``
+  (``submit -`` needs an id).
 * Config, lowest to highest precedence: the input's own ``config``, ``-c`` (a JSON file or an
-  inline JSON object), then the flags (``--max-tokens``, ``--min-tokens``, ``--token-counter``,
-  ``--strict``, ``--heading-context``, ``--semantic``).
+  inline JSON object, :mod:`cli.json_input`), then the flags (``--max-tokens``, ``--min-tokens``,
+  ``--token-counter``, ``--strict``, ``--heading-context``, ``--semantic``).
 * The result is printed as JSON (``indent=2``, keys in the schema's order), or written to OUT
   atomically: a temporary file in OUT's directory, then ``os.replace`` - a reader never sees a
   partial file, and on any error no file is created.
@@ -50,12 +53,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from cli.json_input import STDIN, config_fields, load_json
 from longparser.resources import Resources
 from schemas import ChunkingConfig, ChunkRequest, ChunkResult, InputError
 from schemas.inputs import document_id_from_name, is_docling_input, parse_input
 
 EXIT_OK, EXIT_WRITE_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+STDIN_DOCUMENT_ID = "stdin"  # ``chunk -`` of an input without an id (``submit -`` refuses instead)
 SUMMARY_WORDS = 8
+SUMMARY_CHARS = 80  # a summary line's preview: this many characters at most (one long word is cut)
 # Command-line flag (argparse dest) -> ChunkingConfig field; a flag left unset changes nothing.
 CONFIG_FLAGS = {
     "max_tokens": "max_tokens",
@@ -82,49 +88,11 @@ def _one_line(message: str) -> str:
     return " ".join(message.split())
 
 
-def _decode_json(text: str, where: str) -> Any:
-    if not text.strip():
-        raise InputError(f"{where}: is empty (expected JSON)")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        position = f"line {exc.lineno}, column {exc.colno}"
-        raise InputError(f"{where}: not valid JSON: {exc.msg} ({position})") from None
-
-
-def _load_json(path: str, what: str) -> Any:
-    """Read and decode a JSON file, turning every failure into an :class:`InputError`."""
-    where = f"{what} {path}"
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        raise InputError(f"{where}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{where}: is a directory") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise InputError(f"{where}: cannot read: {exc.strerror or exc}") from None
-    return _decode_json(text, where)
-
-
-def _config_fields(value: str) -> dict[str, Any]:
-    """``-c``: an inline JSON object (it starts with ``{``), else a JSON file of one."""
-    if value.lstrip().startswith("{"):
-        where, fields = "config (inline JSON)", _decode_json(value, "config (inline JSON)")
-    else:
-        where, fields = f"config {value}", _load_json(value, "config")
-    if not isinstance(fields, dict):
-        raise InputError(f"{where}: expected a JSON object of ChunkingConfig fields")
-    return fields
-
-
 def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The config fields ``-c`` and the flags set, flags last (so they win)."""
     overrides: dict[str, Any] = {}
     if getattr(args, "config", None):
-        overrides.update(_config_fields(args.config))
+        overrides.update(config_fields(args.config))
     for flag, field in CONFIG_FLAGS.items():
         value = getattr(args, flag, None)
         if value is not None and value is not False:  # store_true flags: False means "not given"
@@ -147,7 +115,7 @@ def load_input(args: argparse.Namespace) -> LoadedInput:
         InputError: with a one-line message naming the file, or the block index and field.
     """
     overrides = config_overrides(args)
-    data = _load_json(args.input, "input")
+    data = load_json(args.input, "input")
     reports: list[Any] = []
 
     def convert(document: Any) -> list[Any]:
@@ -162,11 +130,19 @@ def load_input(args: argparse.Namespace) -> LoadedInput:
 
     request = parse_input(
         data,
-        default_document_id=document_id_from_path(args.input),
+        default_document_id=_default_document_id(args),
+        document_id=getattr(args, "document_id", None),
         config_overrides=overrides,
         docling=convert if is_docling_input(data) else None,
     )
     return LoadedInput(request, reports[0] if reports else None)
+
+
+def _default_document_id(args: argparse.Namespace) -> str | None:
+    """The id of an input that carries none: its file name's; ``stdin`` for ``chunk -``."""
+    if args.input != STDIN:
+        return document_id_from_path(args.input)
+    return STDIN_DOCUMENT_ID if getattr(args, "command", "chunk") == "chunk" else None
 
 
 def load_request(args: argparse.Namespace) -> ChunkRequest:
@@ -258,9 +234,13 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
         raise
 
 
-def _first_words(text: str, n: int = SUMMARY_WORDS) -> str:
+def _first_words(text: str, n: int = SUMMARY_WORDS, limit: int = SUMMARY_CHARS) -> str:
+    """The first ``n`` words, at most ``limit`` characters (a longer word is cut), ``…`` when cut."""
     words = text.split()
-    return " ".join(words[:n]) + (" …" if len(words) > n else "")
+    preview = " ".join(words[:n])
+    if len(preview) > limit:
+        return preview[:limit].rstrip() + "…"
+    return preview + (" …" if len(words) > n else "")
 
 
 def _pages(pages: list[int]) -> str:
@@ -272,7 +252,7 @@ def format_summary(result: ChunkResult) -> str:
 
     Header: document id, blocks in, blocks excluded (by reason), chunks out, and the semantic
     outcome when it was requested. Chunk lines: index, chunk_type, pages, token count, quality
-    score and the first words of the text (whitespace collapsed).
+    score and the first words of the text (whitespace collapsed, at most 80 characters).
     """
     stats = result.stats
     excluded = sum(stats.blocks_excluded.values())

@@ -381,7 +381,8 @@ BAD_INPUTS = [
         ["input ", "missing.json: invalid DoclingDocument: "], id="bad-docling",
     ),
     pytest.param(
-        [], [1, 2], ["config ", "expected a JSON object of ChunkingConfig fields"], id="config-list"
+        [], [1, 2], ["config ", "config must be a JSON object of ChunkingConfig fields, got a list"],
+        id="config-list"
     ),
     pytest.param([], "{oops", ["config ", "not valid JSON"], id="config-not-json"),
     pytest.param(b"[\xff\xfe]", None, ["not UTF-8 text (invalid start byte at byte 1)"], id="not-utf8"),
@@ -597,7 +598,6 @@ def test_without_the_word_list_the_real_entry_point_warns_once() -> None:
     ]
 
 
-
 # --- config flags ----------------------------------------------------------------------------
 
 
@@ -731,12 +731,14 @@ def test_output_keys_are_in_schema_order(
         (["-c", '{"max_tokens": 50}'],
          "config: min_tokens (100, its default) must be smaller than max_tokens (50)"),
         (["-c", "{oops"], "config (inline JSON): not valid JSON: Expecting property name"),
-        (["-c", "[1]"], "config [1]: no such file"),
+        (["-c", "[1, 2]"],
+         "config (inline JSON): config must be a JSON object of ChunkingConfig fields, got a list"),
+        (["-c", "missing.json"], "config missing.json: no such file"),
         (["--max-tokens", "0"], "config.max_tokens: Input should be greater than or equal to 1 (got 0)"),
         (["--max-tokens", "300", "--strict", "--token-counter", "model"],
          "config: max_tokens (300) is above the embedding model's window (256 tokens)"),
     ],
-    ids=["min-default", "inline-not-json", "not-inline", "zero", "above-window"],
+    ids=["min-default", "inline-not-json", "inline-list", "no-file", "zero", "above-window"],
 )
 def test_bad_config_flags_exit_2_with_one_line(
     argv: list[str], fragment: str, blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any,
@@ -928,3 +930,77 @@ def test_library_warnings_print_once_each_on_one_line(capsys: Any) -> None:
         "longparser chunk: warning: plain one",
         "longparser chunk: error: could not read (OSError: disk gone)",
     ]
+
+
+# --- first-hour edges: summary of long words, stdin, --document-id, --version, long errors --
+
+
+def test_summary_cuts_a_long_word_short() -> None:
+    result = _result()
+    long_word = result.chunks[0].model_copy(update={"text": "x" * 5000})
+    line = cli_chunk.format_summary(result.model_copy(update={"chunks": [long_word]})).splitlines()[1]
+    assert line.endswith("  " + "x" * cli_chunk.SUMMARY_CHARS + "…")
+    assert len(line) < 140
+
+
+def test_chunk_reads_standard_input(
+    blocks: list[dict[str, Any]], capsys: Any, no_resources: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(blocks)))
+    code, out, err = run_cli(["chunk", "-"], capsys)
+    assert (code, err) == (0, "")
+    assert without_timings(json.loads(out)) == expected_result(blocks, "stdin")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("not json"))
+    code, out, err = run_cli(["chunk", "-"], capsys)
+    assert (code, out) == (2, "")
+    assert err == ("longparser chunk: error: input (standard input): not valid JSON: Expecting value "
+                   "(line 1, column 1)\n")
+
+
+def test_chunk_of_standard_input_through_the_real_entry_point(blocks: list[dict[str, Any]]) -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LONGPARSER_")}
+    done = subprocess.run([sys.executable, "-m", "cli", "chunk", "-", "--summary", "--document-id", "piped"],
+                          input=json.dumps(blocks), capture_output=True, text=True, cwd=ROOT, timeout=60,
+                          env={**clean, "PYTHONPATH": str(ROOT), **QUIET_ENV}, check=False)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith("document piped: 3 blocks in, 0 excluded, 1 chunks out\n")
+
+
+def test_document_id_option_wins_and_is_checked(
+    blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any, no_resources: Any
+) -> None:
+    path = write_json(tmp_path / "doc.json", {"document_id": "own", "blocks": blocks})
+    code, out, _ = run_cli(["chunk", str(path), "--document-id", "chosen"], capsys)
+    assert (code, json.loads(out)["document_id"]) == (0, "chosen")
+    code, _, err = run_cli(["chunk", str(path), "--document-id", "bad id"], capsys)
+    assert code == 2
+    assert err.startswith("longparser chunk: error: document_id: String should match pattern")
+
+
+def test_file_names_that_differ_give_ids_that_differ(
+    blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any, no_resources: Any
+) -> None:
+    ids = []
+    for name in ("report.json", "_report.json", "Bericht_Ü.json"):
+        code, out, _ = run_cli(["chunk", str(write_json(tmp_path / name, blocks))], capsys)
+        assert code == 0
+        ids.append(json.loads(out)["document_id"])
+    assert ids == ["report", "_report", "Bericht_U"]
+
+
+def test_version_prints_the_installed_version(capsys: Any) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out == f"longparser {version('longparser-worker')}\n"
+
+
+def test_an_input_with_a_hundred_problems_is_one_short_line(capsys: Any, no_resources: Any) -> None:
+    code, out, err = run_cli(["chunk", str(ROOT / "eval" / "boundaries_v1" / "test.json")], capsys)
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and len(err) < 600
+    assert err.endswith("; ... and 99 more\n")

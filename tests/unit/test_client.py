@@ -458,3 +458,20 @@ def test_a_validated_request_with_a_config_override_keeps_its_blocks_and_checks_
     with pytest.raises(InputError, match=r"^config\.max_tokens: must be an integer, got \"64\""):
         producer.submit(request, config={"max_tokens": "64"})
 
+
+def test_cli_submit_from_stdin_needs_an_id(
+    producer: Producer, fake_app: FakeApp, capsys: pytest.CaptureFixture[str],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+
+    blocks = json.dumps(payload()["blocks"])
+    monkeypatch.setattr(sys, "stdin", io.StringIO(blocks))
+    assert _cli(["submit", "-"], producer, monkeypatch) == 2
+    assert capsys.readouterr().err == (
+        "longparser submit: error: document_id: missing (give one in the request; on the command line, "
+        "--document-id or the input file's name)\n")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(blocks))
+    assert _cli(["submit", "-", "--document-id", "from-stdin"], producer, monkeypatch) == 0
+    assert json.loads(capsys.readouterr().out)["document_id"] == "from-stdin"
+    assert fake_app.sent[0]["args"][0]["document_id"] == "from-stdin"
