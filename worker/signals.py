@@ -5,7 +5,9 @@ the parent checks, before forking, that the Redis it will trust does not evict a
 resources the operator asked for can be loaded (a semantic worker's model, its digest and the
 package its encoder backend runs on, a word list or language ID set explicitly), and exits with
 ONE line saying what to change. A child whose resources still fail to build logs the reason,
-asks the parent to shut down and exits, instead of serving tasks without them.
+asks the parent to shut down and exits, instead of serving tasks without them; a child that
+built them says so to the parent, which starts consuming (and says ``ready``) only then
+(:mod:`worker.readiness`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from loaders.pinned_model import PINNED_SHA256, EncoderUnavailable, checked_mode
 from loaders.resources import ResourceSpec, build_resources
 from service.redis_client import TRANSIENT_ERRORS, masked, redis_client
 from worker.context import child_context, parent_context
+from worker.readiness import PoolReadiness
 from worker.redis_checks import UnsafeRedis, inspect_redis
 
 logger = logging.getLogger(__name__)
@@ -109,12 +112,16 @@ def connect(app: Any, settings: Settings) -> None:
     def on_worker_init(**_: Any) -> None:
         check_worker_can_start(settings)
         app.context = parent_context(settings)
+        app.pool_readiness = PoolReadiness()  # before the pool forks: the children share it
 
     def on_process_init(**_: Any) -> None:
         try:
             app.context = child_context(settings)
         except Exception as exc:
             stop_worker_from_child(exc)
+        readiness = getattr(app, "pool_readiness", None)
+        if readiness is not None:
+            readiness.child_ready()
 
     after_setup_logger.connect(set_log_levels, weak=False)
     worker_ready.connect(quiet_connection_loss_notice, weak=False)

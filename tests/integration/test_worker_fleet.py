@@ -206,3 +206,14 @@ def test_flower_lists_tasks_with_final_states(
         assert tasks[task_id]["name"] == TASK_NAME
         assert tasks[task_id]["worker"] in nodes
     assert "InvalidPayload" in tasks[bad.id]["exception"]
+
+
+def test_ready_comes_after_the_pool_processes_built_their_resources(pair: Any) -> None:
+    for proc in pair:
+        log = proc.log_text()
+        built = log.find("pool: 2 of 2 processes built their resources in ")
+        ready = log.find(f"{proc.extra['node']} ready.")
+        assert 0 <= built < ready, log[-3000:]
+        children = [line for line in log[:ready].splitlines() if " resources ready in " in line]
+        assert len(children) == 2  # both children's "process N resources ready" lines came first
+

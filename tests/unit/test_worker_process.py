@@ -389,3 +389,42 @@ def test_the_worker_app_decodes_json_bodies_with_the_fast_decoder(isolated_setti
 
     create_app(Settings(word_list_path=None), main="serialization-test")
     assert registry._decoders["application/json"] is loads
+
+
+# --- ready means ready: the parent waits for its pool processes (worker.readiness) ---------------
+
+
+def test_pool_readiness_counts_the_children_that_built_their_context() -> None:
+    import multiprocessing
+
+    from worker.readiness import PoolReadiness
+
+    readiness = PoolReadiness()  # made before the fork, as on worker_init
+    children = [multiprocessing.get_context("fork").Process(target=readiness.child_ready) for _ in range(2)]
+    for child in children:
+        child.start()
+    assert readiness.wait(2, limit_s=30) == 2
+    for child in children:
+        child.join(10)
+    assert readiness.wait(1, limit_s=0.3) == 0  # nobody else is loading: the limit ends the wait
+
+
+def test_pool_readiness_stops_waiting_when_a_shutdown_is_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from celery.worker import state
+
+    from worker.readiness import PoolReadiness
+
+    monkeypatch.setattr(state, "should_stop", 0)  # a warm shutdown, exit code 0 (falsy, still a request)
+    started = time.monotonic()
+    assert PoolReadiness().wait(2, limit_s=60) == 0
+    assert time.monotonic() - started < 5
+
+
+def test_the_worker_waits_for_its_pool_before_the_consumer_starts(isolated_settings: str) -> None:  # noqa: F811
+    from worker.readiness import WaitForPoolProcesses
+
+    app = create_app(Settings(word_list_path=None, language_id=False))
+    assert WaitForPoolProcesses in app.steps["worker"]
+    assert "celery.worker.components:Pool" in WaitForPoolProcesses.requires
