@@ -53,6 +53,9 @@ RUN_BACKEND ?= auto
 run: $(VENV)/.dev
 	@$(PY) -m cli.demo --backend $(RUN_BACKEND)
 
+# Integration tests start a redis-server of their own (else an embedded one) and touch no other
+# Redis; LONGPARSER_TEST_REDIS_URL=redis://host:6379 names one to use (db 15 unless it says).
+# The output's first and last lines say which.
 test: $(VENV)/.dev
 	$(PY) -m pytest --cov=longparser --cov-report=term-missing --cov-fail-under=90
 	$(VENV)/bin/ruff check .

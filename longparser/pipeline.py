@@ -45,7 +45,16 @@ from longparser.sections import ListSeg, ProseSeg, Section, group_sections
 from longparser.semantic import section_boundaries
 from longparser.table_chunks import table_drafts
 from longparser.tokens import TokenCounter
-from schemas import Block, Chunk, ChunkingConfig, ChunkRequest, ChunkResult, ChunkStats, SemanticStats
+from schemas import (
+    Block,
+    Chunk,
+    ChunkingConfig,
+    ChunkRequest,
+    ChunkResult,
+    ChunkStats,
+    SemanticStats,
+    parse_config,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +66,7 @@ def _as_config(config: ChunkingConfig | dict[str, Any] | None) -> ChunkingConfig
         return ChunkingConfig()
     if isinstance(config, ChunkingConfig):
         return config
-    return ChunkingConfig.model_validate(config)
+    return parse_config(config)  # InputError: one line, with a suggestion for a typo
 
 
 def _semantic(
@@ -159,7 +168,10 @@ def chunk_blocks(
         The chunks in reading order plus stats.
 
     Raises:
-        pydantic.ValidationError: a block or the config is invalid.
+        schemas.InputError: (a ValueError) a block or the config is invalid, two blocks share an
+            id, or ``blocks`` is a whole input (``schemas.parse_input`` turns any input shape
+            into a request); the message is one line naming the block and field, and suggests
+            the field a config typo meant.
         RequestRefused: the config asks for a resource ``resources`` lacks (the model's counter).
     """
     t0 = time.perf_counter()

@@ -37,9 +37,12 @@ class ChunkingConfig(BaseModel):
     text with ``strict_max_tokens`` (docs/strict.md). The embedding model is deliberately not
     configurable here: the worker's settings name it, so a payload can never make a worker load
     arbitrary weights.
+
+    Values are taken as their JSON type and never converted (strict): ``true`` is not the
+    number 1, ``"256"`` is not 256 and ``1`` is not true; an integer is accepted as a float.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     max_tokens: int = Field(default=512, ge=1, le=100_000)
     min_tokens: int = Field(default=100, ge=0)

@@ -95,7 +95,6 @@ def _store_failure(context: WorkerContext, document_id: str | None, task_id: str
         return  # no trustworthy id: the Celery FAILURE state is the only record
     record = failure_record(document_id, task_id, type(error).__name__, str(error))
     _write(context, f"storing the failure of {document_id}", lambda: context.store.save_record(record))
-    context.counters.stored += 1
 
 
 def _prepare(payload: Any, settings: Settings, report: Report) -> ChunkRequest:
@@ -154,7 +153,6 @@ def run_chunk_job(
     record = success_record_json(request.document_id, task_id, result.model_dump_json())
     key = _write(context, f"storing {request.document_id}",
                  lambda: context.store.save_encoded(request.document_id, record))
-    context.counters.stored += 1
     duration_ms = round((time.perf_counter() - started) * 1000, 1)
     logger.info("chunked document %s: %d blocks -> %d chunks in %.1f ms (task %s)",
                 request.document_id, blocks, chunks, duration_ms, task_id)

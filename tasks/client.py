@@ -43,7 +43,7 @@ from celery import Celery
 
 from config.settings import Settings, get_settings
 from schemas import ChunkRequest, ChunkResult, InputError
-from schemas.inputs import DoclingConverter, parse_input
+from schemas.inputs import DoclingConverter, parse_config, parse_input
 from service.celeryconfig import celery_config
 from service.keys import TASK_NAME, is_valid_document_id, result_key
 from service.redis_client import is_out_of_memory, masked
@@ -83,12 +83,17 @@ def producer_celery(settings: Settings) -> Celery:
 
 def _as_request(request: Any, semantic: bool | None, config: Mapping[str, Any] | None,
                 docling: DoclingConverter | None) -> ChunkRequest:
-    if isinstance(request, ChunkRequest):
-        request = request.model_dump(mode="json")
+    """The request validated once: a ChunkRequest is taken as it is (only a config override is
+    validated, never its blocks again); anything else goes through :func:`parse_input`."""
     overrides = dict(config or {})
     if semantic is not None:
         overrides["use_semantic_chunking"] = semantic
-    return parse_input(request, config_overrides=overrides, docling=docling)
+    if not isinstance(request, ChunkRequest):
+        return parse_input(request, config_overrides=overrides, docling=docling)
+    if not overrides:
+        return request
+    fields = {**request.config.model_dump(exclude_unset=True), **overrides}
+    return request.model_copy(update={"config": parse_config(fields)})
 
 
 def _identify(job: str | JobHandle) -> tuple[str, JobHandle | None]:
@@ -156,8 +161,9 @@ class Producer:
         """Validate, size-check and enqueue one document.
 
         Args:
-            request: a ChunkRequest, a dict in any shape ``longparser chunk`` accepts carrying
-                a document id, or a DoclingDocument (its JSON dict or the model; needs ``docling``).
+            request: a ChunkRequest (already validated: used as it is), a dict in any shape
+                ``longparser chunk`` accepts carrying a document id, or a DoclingDocument (its
+                JSON dict or the model; needs ``docling``).
             semantic: None -> the request's ``config.use_semantic_chunking`` decides; True/False
                 overrides that flag (and so the queue).
             config: ChunkingConfig fields that win over the request's own (a DoclingDocument

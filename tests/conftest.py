@@ -75,3 +75,10 @@ def pytest_report_header(config: pytest.Config) -> str:
     from tests.integration.conftest import describe_redis_choice
 
     return describe_redis_choice()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The same line at the end of the run, where a reader of the output looks last."""
+    from tests.integration.conftest import describe_redis_choice
+
+    terminalreporter.write_line(describe_redis_choice())

@@ -1,8 +1,8 @@
 """The LongParser Celery worker: ``celery -A worker worker`` finds :data:`app` here.
 
-``app`` is resolved lazily (PEP 562 module ``__getattr__``) so that the light modules of this
-package - :mod:`service.keys` (every Redis key format) and :mod:`service.store` (the result
-store) - can be imported by producers and tests without building the Celery app.
+``app`` is resolved lazily (PEP 562 module ``__getattr__``): importing one of this package's
+modules (:mod:`worker.context` in tests, :mod:`worker.flower` before it execs Flower) does not
+build the Celery app, which reads the settings and connects the worker's signals.
 """
 
 from __future__ import annotations

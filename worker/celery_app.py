@@ -3,8 +3,9 @@
 Tasks are listed by module name in ``include`` and imported when a worker boots (or when a
 caller imports :mod:`tasks.chunk`), so building the app stays light: no engine, no torch.
 Building the app connects the worker signals that give each process its
-:class:`~worker.context.WorkerContext`, and adds the consumer step that requeues what the worker
-held when its broker connection dropped (:mod:`worker.restore`, :mod:`worker.transport`).
+:class:`~worker.context.WorkerContext`, adds the worker step that waits for the pool processes to
+build it before consuming (:mod:`worker.readiness`) and the consumer step that requeues what the
+worker held when its broker connection dropped (:mod:`worker.restore`, :mod:`worker.transport`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from config.settings import Settings, SettingsError, get_settings
 from service.celeryconfig import celery_config
 from worker import serialization, signals
 from worker.context import WorkerContext
+from worker.readiness import PoolReadiness, WaitForPoolProcesses
 from worker.restore import RestoreHeldMessages
 from worker.transport import transport_for
 
@@ -22,9 +24,11 @@ TASK_MODULES = ["tasks.chunk"]
 
 
 class LongParserCelery(Celery):
-    """A Celery app that carries its process's :class:`WorkerContext` (None until built)."""
+    """A Celery app that carries its process's :class:`WorkerContext` (None until built) and, in a
+    worker, the pool's :class:`PoolReadiness`."""
 
     context: WorkerContext | None = None
+    pool_readiness: PoolReadiness | None = None
 
 
 def create_app(settings: Settings, *, main: str = "longparser") -> LongParserCelery:
@@ -35,6 +39,7 @@ def create_app(settings: Settings, *, main: str = "longparser") -> LongParserCel
     transport = transport_for(settings.broker_url)
     if transport is not None:
         celery_app.conf.broker_transport = transport
+    celery_app.steps["worker"].add(WaitForPoolProcesses)
     celery_app.steps["consumer"].add(RestoreHeldMessages)
     signals.connect(celery_app, settings)
     return celery_app

@@ -5,7 +5,9 @@ the parent checks, before forking, that the Redis it will trust does not evict a
 resources the operator asked for can be loaded (a semantic worker's model, its digest and the
 package its encoder backend runs on, a word list or language ID set explicitly), and exits with
 ONE line saying what to change. A child whose resources still fail to build logs the reason,
-asks the parent to shut down and exits, instead of serving tasks without them.
+asks the parent to shut down and exits, instead of serving tasks without them; a child that
+built them says so to the parent, which starts consuming (and says ``ready``) only then
+(:mod:`worker.readiness`).
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ from config.settings import Settings
 from loaders.encoder_backends import missing_runtime
 from loaders.errors import ResourceUnavailable
 from loaders.pinned_model import PINNED_SHA256, EncoderUnavailable, checked_model_dir
-from loaders.resources import build_resources
+from loaders.resources import ResourceSpec, build_resources
 from service.redis_client import TRANSIENT_ERRORS, masked, redis_client
 from worker.context import child_context, parent_context
+from worker.readiness import PoolReadiness
 from worker.redis_checks import UnsafeRedis, inspect_redis
 
 logger = logging.getLogger(__name__)
@@ -45,18 +48,15 @@ def preflight_semantic(model_path: str | None, backend: str = "torch") -> None:
     checked_model_dir(model_path, PINNED_SHA256)
 
 
-def preflight_quality(settings: Settings) -> None:
-    """Load the quality resources the operator set explicitly (raises ResourceUnavailable).
+def preflight_quality(spec: ResourceSpec) -> None:
+    """Load the quality resources ``spec`` requires (raises ResourceUnavailable).
 
     A word list or language ID that is only on by default is not checked here: its absence is
     one log line per process and an "off" in each result's stats.
     """
-    word_list = settings.word_list_path is not None and settings.explicitly_set("word_list_path")
-    language_id = settings.language_id and settings.explicitly_set("language_id")
-    if word_list or language_id:
-        build_resources(word_list_path=settings.word_list_path if word_list else None,
-                        language_id=language_id, semantic=False, strict=True,
-                        word_list_required=word_list, language_id_required=language_id)
+    required = spec.required_quality()
+    if "required" in (required.word_list, required.language_id):
+        build_resources(required)
 
 
 def preflight_redis(settings: Settings) -> None:
@@ -74,11 +74,12 @@ def preflight_redis(settings: Settings) -> None:
 
 def check_worker_can_start(settings: Settings) -> None:
     """Every start-up refusal, as ``SystemExit`` with one line (the parent, before forking)."""
+    spec = ResourceSpec.from_settings(settings)
     try:
         preflight_redis(settings)
-        if settings.semantic_enabled:
-            preflight_semantic(settings.model_path, settings.encoder_backend)
-        preflight_quality(settings)
+        if spec.encoder == "required":
+            preflight_semantic(spec.model_path, spec.encoder_backend)
+        preflight_quality(spec)
     except EncoderUnavailable as exc:
         raise SystemExit(f"longparser worker: semantic mode enabled but the model is unavailable: {exc}"
                          ) from None
@@ -111,12 +112,16 @@ def connect(app: Any, settings: Settings) -> None:
     def on_worker_init(**_: Any) -> None:
         check_worker_can_start(settings)
         app.context = parent_context(settings)
+        app.pool_readiness = PoolReadiness()  # before the pool forks: the children share it
 
     def on_process_init(**_: Any) -> None:
         try:
             app.context = child_context(settings)
         except Exception as exc:
             stop_worker_from_child(exc)
+        readiness = getattr(app, "pool_readiness", None)
+        if readiness is not None:
+            readiness.child_ready()
 
     after_setup_logger.connect(set_log_levels, weak=False)
     worker_ready.connect(quiet_connection_loss_notice, weak=False)

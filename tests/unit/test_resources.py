@@ -26,7 +26,7 @@ import loaders.resources as res
 from loaders.encoder import OFFLINE_ENV, QUIET_ENV, SentenceTransformerEncoder, load_encoder
 from loaders.pinned_model import PINNED_SHA256, EncoderUnavailable, file_sha256
 from loaders.quality import load_language_id, load_word_list
-from loaders.resources import build_resources
+from loaders.resources import ResourceSpec, build_resources
 
 
 @pytest.fixture(autouse=True)
@@ -224,11 +224,9 @@ def test_fasttext_wrapper_clamps_and_strips_label(
     assert quality.FastTextLanguageId(model).predict("Hallo Welt") == expected
 
 
-def test_build_resources_strict_raises(tmp_path: Path) -> None:
+def test_build_resources_raises_for_a_required_encoder(tmp_path: Path) -> None:
     with pytest.raises(EncoderUnavailable, match=r"has no model\.safetensors"):
-        build_resources(
-            word_list_path=None, language_id=False, semantic=True, model_path=tmp_path, threads=1, strict=True
-        )
+        build_resources(ResourceSpec(encoder="required", model_path=tmp_path))
 
 
 def test_build_resources_lenient_warns_once_and_records_reason(
@@ -236,15 +234,9 @@ def test_build_resources_lenient_warns_once_and_records_reason(
 ) -> None:
     words = tmp_path / "words"
     words.write_text("table\n", encoding="utf-8")
+    spec = ResourceSpec(word_list="optional", word_list_path=words, encoder="optional", model_path=tmp_path)
     with caplog.at_level(logging.WARNING):
-        resources = build_resources(
-            word_list_path=words,
-            language_id=False,
-            semantic=True,
-            model_path=tmp_path,
-            threads=1,
-            strict=False,
-        )
+        resources = build_resources(spec)
     assert resources.encoder is None
     assert resources.encoder_error is not None
     assert "has no model.safetensors" in resources.encoder_error
@@ -260,9 +252,7 @@ def test_build_resources_without_semantic_never_loads_the_encoder(monkeypatch: p
         raise AssertionError("load_encoder must not run when semantic mode is off")
 
     monkeypatch.setattr(res, "load_encoder", forbidden)
-    resources = build_resources(
-        word_list_path=None, language_id=True, semantic=False, model_path=None, threads=1, strict=True
-    )
+    resources = build_resources(ResourceSpec(language_id="required"))
     assert (resources.encoder, resources.encoder_error) == (None, None)
     assert isinstance(resources.language_id, quality.FastTextLanguageId)
 
@@ -272,8 +262,8 @@ def test_structural_process_never_imports_torch() -> None:
         "import sys\n"
         "import longparser\n"
         "from loaders.resources import build_resources\n"
-        "r = build_resources(word_list_path=None, language_id=True, semantic=False, model_path=None,"
-        " threads=1, strict=True)\n"
+        "from loaders.resources import ResourceSpec\n"
+        "r = build_resources(ResourceSpec(language_id='required'))\n"
         "block = {'block_id': 'b1', 'type': 'paragraph', 'text': 'Plain prose.'}\n"
         "assert longparser.chunk_blocks([block], {'use_semantic_chunking': True}, r).chunks\n"
         "heavy = sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules)\n"
@@ -281,3 +271,45 @@ def test_structural_process_never_imports_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "[]"
+
+
+def _settings(**values: Any) -> Any:
+    from config.settings import Settings
+
+    return Settings(_env_file=None, **values)
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({}, {"word_list": "optional", "language_id": "optional", "encoder": "off"}),
+        ({"word_list_path": "/w", "language_id": True},
+         {"word_list": "required", "word_list_path": "/w", "language_id": "required", "encoder": "off"}),
+        ({"word_list_path": None, "language_id": False}, {"word_list": "off", "language_id": "off"}),
+        ({"semantic_enabled": True, "model_path": "/m", "torch_threads": 3, "encoder_backend": "onnx"},
+         {"encoder": "required", "model_path": "/m", "threads": 3, "encoder_backend": "onnx"}),
+    ],
+    ids=["defaults-optional", "explicit-required", "off", "semantic"],
+)
+def test_a_worker_spec_maps_each_setting_once(values: dict[str, Any], expected: dict[str, Any]) -> None:
+    spec = ResourceSpec.from_settings(_settings(**values))
+    assert {name: getattr(spec, name) for name in expected} == expected
+    assert spec.model_counter == "optional"  # only some requests count in the model's tokens
+
+
+def test_a_command_needs_what_its_request_asks_for_and_only_warns_for_the_rest() -> None:
+    from schemas import ChunkingConfig
+
+    spec = ResourceSpec.from_settings(_settings(word_list_path="/w", language_id=True))
+    plain = spec.for_request(ChunkingConfig())
+    assert (plain.word_list, plain.language_id, plain.encoder, plain.model_counter) == (
+        "optional", "optional", "off", "off")
+    asked = spec.for_request(ChunkingConfig(use_semantic_chunking=True, token_counter="model"))
+    assert (asked.encoder, asked.model_counter) == ("required", "required")
+
+
+def test_a_worker_parent_checks_only_the_required_quality_resources() -> None:
+    spec = ResourceSpec.from_settings(_settings(word_list_path="/w", semantic_enabled=True))
+    required = spec.required_quality()
+    assert (required.word_list, required.language_id, required.encoder, required.model_counter) == (
+        "required", "off", "off", "off")
