@@ -75,7 +75,8 @@ def test_the_synopsis_names_every_option_of_every_command() -> None:
         if "[CONFIG FLAGS]" in line:
             line += " " + config_flags
         missing = [spellings for spellings in _options(parser)
-                   if not any(f"[{option} " in line or f"[{option}]" in line for option in spellings)]
+                   if not any(f"[{option} " in line or f"[{option}]" in line or f" {option} " in line
+                              for option in spellings)]  # a required option is written without brackets
         assert not missing, f"README synopsis of {command} lacks {missing}"
 
 
