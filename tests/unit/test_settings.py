@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
@@ -211,11 +212,12 @@ def test_worker_app_carries_the_config() -> None:
 
 
 def _example_variables() -> dict[str, str]:
+    """``NAME=value`` lines of the example, written out or commented out (``# NAME=value``)."""
     variables = {}
     for line in ENV_EXAMPLE.read_text().splitlines():
-        if line.strip() and not line.lstrip().startswith("#"):
-            name, _, value = line.partition("=")
-            variables[name.strip()] = value.strip()
+        match = re.fullmatch(r"#?\s*(LONGPARSER_[A-Z_]+)=(.*)", line.strip())
+        if match:
+            variables[match[1]] = match[2].strip()
     return variables
 
 
