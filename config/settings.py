@@ -141,6 +141,8 @@ class Settings(BaseSettings):
     store_retry_window: float = Field(default=120.0, ge=0, le=3600)
     submit_retry_window: float = Field(default=30.0, ge=0, le=3600)
     allow_evicting_redis: bool = False
+    # Run on a Celery, kombu or redis-py outside the tested ranges (worker/celery_compat.py)
+    accept_untested_deps: bool = False
     redis_ssl_cert_reqs: SslCertReqs = "required"
     log_level: LogLevel = "INFO"
 

@@ -30,7 +30,6 @@ from typing import Any
 
 from celery.exceptions import Reject
 from celery.worker.request import Request
-from celery.worker.state import task_ready
 
 from config.settings import Settings
 from longparser import chunk_request
@@ -41,6 +40,7 @@ from service.retry import call_with_retry, is_transient
 from service.store import failure_record, success_record_json
 from tasks.errors import ChunkingFailed, ChunkTaskError, RequestRefused, SemanticUnavailable, StoreUnavailable
 from tasks.payload import check_size, validate_payload
+from worker import celery_compat
 from worker.celery_app import app
 from worker.context import WorkerContext
 
@@ -190,7 +190,7 @@ class TimeLimitAwareRequest(Request):
         except Exception as exc:
             logger.error("task %s: hard time limit, and its FAILURE record could not be stored (%s); "
                          "requeued instead of acknowledged", self.id, exc)
-            task_ready(self)
+            celery_compat.release_request(self)
             self.reject(requeue=True)
             return
         super().on_timeout(soft, timeout)

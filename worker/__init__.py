@@ -1,8 +1,8 @@
 """The LongParser Celery worker: ``celery -A worker worker`` finds :data:`app` here.
 
-``app`` is resolved lazily (PEP 562 module ``__getattr__``): importing one of this package's
-modules (:mod:`worker.context` in tests, :mod:`worker.flower` before it execs Flower) does not
-build the Celery app, which reads the settings and connects the worker's signals.
+``app`` is resolved lazily (PEP 562 module ``__getattr__``): importing a module of this package
+(:mod:`worker.celery_compat`, :mod:`worker.transport`, :mod:`worker.context`, ...) does not build
+the Celery app, which reads the process's settings and connects the worker signals.
 """
 
 from __future__ import annotations

@@ -92,7 +92,6 @@ def test_default_model_path_comes_from_the_model_package(
 def test_loader_sets_offline_flags_and_loads_locally(
     tmp_path: Path, stub_sentence_transformers: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(sys.modules, "torch", None)  # no torch: nothing to cap, must not fail
     model, digest = _model_dir(tmp_path)
     encoder = load_encoder(model, expected_sha256=digest)
     assert {name: os.environ[name] for name in OFFLINE_ENV} == {
@@ -117,16 +116,20 @@ def test_loader_keeps_an_explicit_progress_bar_setting(
     assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "0"
 
 
-def test_loader_caps_torch_threads(
-    tmp_path: Path, stub_sentence_transformers: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    calls: list[int] = []
-    fake_torch = types.ModuleType("torch")
-    fake_torch.set_num_threads = calls.append  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+def test_loader_caps_torch_threads(tmp_path: Path, stub_sentence_transformers: Any) -> None:
     model, digest = _model_dir(tmp_path)
     load_encoder(model, expected_sha256=digest, threads=3)
-    assert calls == [3]
+    assert stub_sentence_transformers.torch_threads == [3]
+
+
+def test_loader_without_torch_says_what_to_install(
+    tmp_path: Path, stub_sentence_transformers: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError
+    model, digest = _model_dir(tmp_path)
+    with pytest.raises(EncoderUnavailable, match=r"sentence-transformers cannot be imported .*torch"):
+        load_encoder(model, expected_sha256=digest)
+    assert stub_sentence_transformers.instances == []
 
 
 def test_loader_rejects_zero_threads(tmp_path: Path) -> None:

@@ -56,7 +56,6 @@ def _load_stub_encoder(
 ) -> tuple[Any, Any, str]:
     """Production-loaded encoder over the stub SDK: ``(encoder, stub model instance, digest)``."""
     _protect_env(monkeypatch)
-    monkeypatch.setitem(sys.modules, "torch", None)  # never touch a real torch's thread count
     stub.vectors.update(vectors)
     model_dir, digest = _model_dir(tmp_path)
     encoder = load_encoder(model_dir, expected_sha256=digest)

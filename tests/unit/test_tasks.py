@@ -353,7 +353,8 @@ def test_hard_time_limit_without_a_store_requeues_instead_of_acking(
     request = SimpleNamespace(
         task=SimpleNamespace(app=SimpleNamespace(context=flaky_context)), args=[payload()], id="t-9",
         reject=lambda requeue=False: calls.append(("reject", requeue)))
-    monkeypatch.setattr(tasks.chunk, "task_ready", lambda req: calls.append(("ready", req.id)))
+    monkeypatch.setattr(tasks.chunk.celery_compat, "release_request",
+                        lambda req: calls.append(("ready", req.id)))
     TimeLimitAwareRequest.on_timeout(request, False, 360)  # type: ignore[arg-type]
     assert calls == [("ready", "t-9"), ("reject", True)]
 

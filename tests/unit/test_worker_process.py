@@ -30,9 +30,9 @@ from loaders.resources import ResourceSpec
 from longparser.resources import Resources
 from tests.unit.worker_fixtures import isolated_settings  # noqa: F401
 from worker.celery_app import create_app
+from worker.celery_compat import held_tags
 from worker.redis_checks import UnsafeRedis, inspect_redis
 from worker.restore import RestoreHeldMessages
-from worker.transport import held_tags
 
 
 class FakeEncoder:
@@ -251,6 +251,9 @@ class FakeQoS:
             raise redis.exceptions.ConnectionError("gone again")
         self.restored.append(tag)
 
+    def requeue_through(self, live: FakeQoS, tag: str) -> None:
+        live.restore_by_tag(tag)  # HoldingQoS's path for a message in the unacked hash
+
 
 def _consumer(qos: FakeQoS) -> Any:
     channel = type("Channel", (), {"qos": qos})()
@@ -377,18 +380,54 @@ def test_a_failed_ack_keeps_the_message_held_instead_of_crashing() -> None:
 def test_fast_json_decodes_exactly_like_kombu(body: Any) -> None:
     from kombu.utils import json as kombu_json
 
-    from worker.serialization import loads
+    from worker.celery_compat import fast_json_loads
 
-    assert loads(body) == kombu_json.loads(body)
+    assert fast_json_loads(body) == kombu_json.loads(body)
 
 
-def test_the_worker_app_decodes_json_bodies_with_the_fast_decoder(isolated_settings: str) -> None:  # noqa: F811
-    from kombu.serialization import registry
+def test_only_a_starting_worker_decodes_json_bodies_with_the_fast_decoder(
+    isolated_settings: str, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    from kombu.serialization import loads, registry
+    from kombu.utils import json as kombu_json
 
-    from worker.serialization import loads
+    import worker.celery_compat as compat
 
-    create_app(Settings(word_list_path=None), main="serialization-test")
-    assert registry._decoders["application/json"] is loads
+    seen: list[Any] = []
+    fast = compat.fast_json_loads
+    monkeypatch.setattr(compat, "fast_json_loads", lambda data: seen.append(data) or fast(data))
+    monkeypatch.setattr(worker.signals, "check_worker_can_start", lambda settings: None)
+    monkeypatch.setattr(worker.signals, "parent_context", lambda settings: "parent context")
+    body = '{"a": 1}'
+    app = create_app(Settings(word_list_path=None), main="serialization-test")
+    assert loads(body, "application/json", "utf-8") == {"a": 1} and seen == []  # the app alone: kombu's
+    try:
+        worker.signals.worker_init.send(sender=type("WorkController", (), {"app": app})())  # celery worker's
+        assert app.context == "parent context"
+        assert loads(body, "application/json", "utf-8") == {"a": 1} and seen == [body]
+    finally:  # kombu's own codec back, as kombu registers it
+        registry.register("json", kombu_json.dumps, kombu_json.loads, content_type="application/json",
+                          content_encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- signals, per app
+
+
+def test_signal_handlers_act_only_for_a_worker_of_their_own_app(
+    isolated_settings: str, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    built: list[str] = []
+    monkeypatch.setattr(worker.signals, "child_context", lambda settings: built.append(settings.key_prefix)
+                        or settings.key_prefix)
+    first = create_app(Settings(word_list_path=None, key_prefix="first"), main="first")
+    second = create_app(Settings(word_list_path=None, key_prefix="second"), main="second")
+    second.set_current()  # what a pool child does for its worker's app before worker_process_init
+    worker.signals.worker_process_init.send(sender="node@host")
+    assert built == ["second"] and (first.context, second.context) == (None, "second")
+    first.set_current()
+    worker.signals.worker_process_init.send(sender="node@host")
+    assert built == ["second", "first"] and first.context == "first"
+    assert len(first.signal_handlers) == len(second.signal_handlers) == 4
 
 
 # --- ready means ready: the parent waits for its pool processes (worker.readiness) ---------------
