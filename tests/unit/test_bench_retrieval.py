@@ -152,3 +152,57 @@ def test_the_questions_are_the_frozen_file():
     recorded = re.search(r"`questions_v1.json` \| `([0-9a-f]{64})`", readme)
     assert recorded is not None
     assert hashlib.sha256((DEFAULT_SET / "questions_v1.json").read_bytes()).hexdigest() == recorded.group(1)
+
+
+class StubLoaders:
+    """``loaders.encoder.load_encoder`` standing in for the pinned model (semantic rows use it too)."""
+
+    def __init__(self, monkeypatch):
+        import loaders.encoder
+
+        monkeypatch.setattr(loaders.encoder, "load_encoder", self.load_encoder)
+        self.calls = 0
+
+    def load_encoder(self, model_path=None, threads=None, counter=None):
+        self.calls += 1
+        return BagOfWords()
+
+
+def test_the_command_runs_one_document_and_writes_both_reports(tmp_path, monkeypatch, capsys):
+    stub = StubLoaders(monkeypatch)
+    prefix = tmp_path / "out" / "smoke"
+    status = bench.main(["--split", "dev", "--document", SMALL_DEV, "--only-ours", "-o", str(prefix)])
+    assert status == 0 and stub.calls == 1
+    result = json.loads(prefix.with_suffix(".json").read_text(encoding="utf-8"))
+    assert result["split"] == "dev" and result["model"] == "stub"
+    assert result["recommended_config"] == dict(RECOMMENDED_CONFIG)
+    assert all(not r["name"].startswith("anchor: ") or r["name"] == "anchor: page chunker"
+               for r in result["rows"])
+    assert prefix.with_suffix(".md").read_text(encoding="utf-8").strip() in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("argv", "status", "says"), [
+    (["--split", "dev", "--document", "no-such-document"], 2, "not in the dev split"),
+    (["--split", "dev", "--anchors", "/no/such/anchors.json"], 2, "cannot read /no/such/anchors.json"),
+    (["--split", "test", "--anchors", "{anchors}"], 2, "holds the 'dev' split, not 'test'"),
+    (["--split", "dev", "--set", "/no/such/set"], 2, "/no/such/set"),
+])
+def test_the_command_refuses_bad_arguments_in_one_line(argv, status, says, tmp_path, monkeypatch, capsys):
+    StubLoaders(monkeypatch)
+    anchors = tmp_path / "anchors.json"
+    anchors.write_text(json.dumps({"split": "dev", "anchors": {}}), encoding="utf-8")
+    assert bench.main([a.replace("{anchors}", str(anchors)) for a in argv]) == status
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("longparser bench-retrieval: error: ") and says in err and "\n" not in err
+
+
+def test_the_command_exits_3_without_the_model(monkeypatch, capsys):
+    import loaders.encoder
+    from loaders.pinned_model import EncoderUnavailable
+
+    def unavailable(*args, **kwargs):
+        raise EncoderUnavailable("the pinned model is not installed")
+
+    monkeypatch.setattr(loaders.encoder, "load_encoder", unavailable)
+    assert bench.main(["--split", "dev", "--document", SMALL_DEV]) == 3
+    assert "the pinned model is not installed" in capsys.readouterr().err

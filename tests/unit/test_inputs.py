@@ -265,3 +265,19 @@ def test_a_dump_block_without_a_page_is_on_the_page_it_is_listed_under() -> None
 def test_document_id_option_wins_over_the_input_s_own() -> None:
     request = parse_input({"document_id": "own", "blocks": []}, document_id="given", default_document_id="x")
     assert request.document_id == "given"
+
+
+def test_a_config_value_json_cannot_write_is_named_as_python_writes_it() -> None:
+    with pytest.raises(InputError, match=r"max_tokens: must be an integer, got .*object"):
+        parse_input({"document_id": "d", "blocks": [], "config": {"max_tokens": object()}})
+
+
+def test_a_config_override_needs_the_input_config_to_be_an_object() -> None:
+    with pytest.raises(InputError, match="config: must be an object"):
+        parse_input({"document_id": "d", "blocks": [], "config": [1]}, config_overrides={"max_tokens": 64})
+
+
+def test_a_dump_page_entry_that_is_not_an_object_is_named_by_validation() -> None:
+    dump = {"metadata": {}, "pages": [{"page_number": 1, "blocks": ["not a block"]}]}
+    with pytest.raises(InputError, match="block 0"):
+        parse_input(dump, document_id="d")
