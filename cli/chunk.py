@@ -5,9 +5,11 @@ Usage: ``longparser chunk INPUT.json [-c CONFIG] [-o OUT.json] [--max-tokens N] 
 
 * INPUT is a JSON list of blocks, a ChunkRequest object, a LongParser Document dump
   (:func:`schemas.parse_input` accepts all three) or a docling ``DoclingDocument``, converted
-  here by :mod:`loaders.docling` (docling-core, the ``[docling]`` extra). The document id comes
-  from the input (a DoclingDocument's ``name``, unless it is docling's default ``"Document"``),
-  else from the file name (sanitised to the wire pattern).
+  here by :mod:`loaders.docling` (docling-core, the ``[docling]`` extra); a ``.md`` /
+  ``.markdown`` file is Markdown and a ``.txt`` file plain text, converted here by
+  :mod:`loaders.markdown`. The document id comes from the input (a DoclingDocument's
+  ``name``, unless it is docling's default ``"Document"``), else from the file name (sanitised
+  to the wire pattern: ``notes.md`` -> ``notes``).
 * Config, lowest to highest precedence: the input's own ``config``, ``-c`` (a JSON file or an
   inline JSON object), then the flags (``--max-tokens``, ``--min-tokens``, ``--token-counter``,
   ``--strict``, ``--heading-context``, ``--semantic``).
@@ -97,10 +99,15 @@ def _decode_json(text: str, where: str) -> Any:
 
 def _load_json(path: str, what: str) -> Any:
     """Read and decode a JSON file, turning every failure into an :class:`InputError`."""
+    return _decode_json(_read_text(path, what), f"{what} {path}")
+
+
+def _read_text(path: str, what: str) -> str:
+    """A UTF-8 file's text, every failure turned into an :class:`InputError`."""
     where = f"{what} {path}"
     try:
         with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+            return handle.read()
     except FileNotFoundError:
         raise InputError(f"{where}: no such file") from None
     except IsADirectoryError:
@@ -109,7 +116,6 @@ def _load_json(path: str, what: str) -> Any:
         raise InputError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise InputError(f"{where}: cannot read: {exc.strerror or exc}") from None
-    return _decode_json(text, where)
 
 
 def _config_fields(value: str) -> dict[str, Any]:
@@ -150,7 +156,8 @@ def load_input(args: argparse.Namespace) -> LoadedInput:
         InputError: with a one-line message naming the file, or the block index and field.
     """
     overrides = config_overrides(args)
-    data = _load_json(args.input, "input")
+    text_converter = markdown_converter(args.input)
+    data = _read_text(args.input, "input") if text_converter else _load_json(args.input, "input")
     reports: list[Any] = []
 
     def convert(document: Any) -> list[Any]:
@@ -168,8 +175,23 @@ def load_input(args: argparse.Namespace) -> LoadedInput:
         default_document_id=document_id_from_path(args.input),
         config_overrides=overrides,
         docling=convert if is_docling_input(data) else None,
+        text_converter=text_converter,
     )
     return LoadedInput(request, reports[0] if reports else None)
+
+
+def markdown_converter(path: str) -> Any:
+    """The converter of a Markdown (``.md``, ``.markdown``) or plain-text (``.txt``) INPUT, by
+    its suffix (any case); None for every other file, which is read as JSON."""
+    from loaders.markdown import MARKDOWN_SUFFIXES, TEXT_SUFFIXES, blocks_from_markdown, blocks_from_text
+
+    suffix = Path(path).suffix.lower()
+    source = Path(path).name
+    if suffix in MARKDOWN_SUFFIXES:
+        return lambda text: blocks_from_markdown(text, source_file=source)
+    if suffix in TEXT_SUFFIXES:
+        return lambda text: blocks_from_text(text, source_file=source)
+    return None
 
 
 def load_request(args: argparse.Namespace) -> ChunkRequest:

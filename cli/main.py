@@ -2,12 +2,12 @@
 
 Subcommands:
 
-* ``chunk INPUT.json [-c CONFIG] [-o OUT.json] [config flags] [--summary]`` - run the engine locally;
+* ``chunk INPUT [-c CONFIG] [-o OUT.json] [config flags] [--summary]`` - run the engine locally;
 * ``evaluate LABELLED.json [--method NAME] [--threshold 0.3] [--json]`` - boundary quality with
   the real model;
 * ``evaluate-retrieval LABELLED.json [-c CONFIG.json] [--budget 512]`` - retrieval hit rate, MRR
   and context precision of a chunking config, with the real model;
-* ``submit INPUT.json [-c CONFIG] [config flags] [--wait]`` - enqueue on the worker fleet;
+* ``submit INPUT [-c CONFIG] [config flags] [--wait]`` - enqueue on the worker fleet;
 * ``result DOCUMENT_ID`` - fetch a stored result.
 
 Config flags (``chunk`` and ``submit``): ``--max-tokens N``, ``--min-tokens N``,
@@ -37,7 +37,8 @@ from typing import Any
 from longparser.boundary_methods import ALIASES, METHODS
 from schemas.config import MODEL_WINDOW, ChunkingConfig
 
-INPUT_HELP = "block list, ChunkRequest, LongParser document dump or docling DoclingDocument (JSON)"
+INPUT_HELP = ("block list, ChunkRequest, LongParser document dump or docling DoclingDocument (JSON), "
+              "or a Markdown (.md, .markdown) or plain-text (.txt) file")
 
 
 def _bounds(metadata: list[Any]) -> str | None:
@@ -119,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
                "request refused (--token-counter model without the tokenizer). Errors and warnings: one "
                "line each on stderr.",
     )
-    chunk.add_argument("input", metavar="INPUT.json", help=INPUT_HELP)
+    chunk.add_argument("input", metavar="INPUT", help=INPUT_HELP)
     chunk.add_argument("-o", "--output", metavar="OUT.json", help="write the result here (atomically)")
     chunk.add_argument(
         "--summary", action="store_true",
@@ -161,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit status: 0 submitted (with --wait: finished); 1 failed or timed out; 2 bad input, "
                "config or settings; 3 broker/store unreachable; 4 Redis full.",
     )
-    submit.add_argument("input", metavar="INPUT.json", help=INPUT_HELP)
+    submit.add_argument("input", metavar="INPUT", help=INPUT_HELP)
     submit.add_argument("--wait", action="store_true", help="wait for the result and print it")
     submit.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
                         help="with --wait: give up after this many seconds, exit 1 (default: 300)")
