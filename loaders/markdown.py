@@ -36,7 +36,8 @@ Decisions (and why):
 
 * **Text is markdown-it's text**: inline markup is resolved (emphasis, links and escapes give
   their text, code spans their content, an image its alt text, ``$x$`` stays ``$x$``), soft
-  line breaks become spaces and hard breaks newlines. What is checked as "nothing lost" is
+  line breaks become spaces, hard breaks and ``<br>`` newlines (spaces in a table cell), other
+  inline HTML tags nothing. What is checked as "nothing lost" is
   markdown-it's own text: every inline text, code span and math token, every code and math
   block's lines, appear in the blocks (the real-file tests hold the converter to it).
 * **Section paths** follow the heading tree (:mod:`longparser.hierarchy`, the engine's rule):
@@ -93,6 +94,7 @@ MARKDOWN_EXTRACTOR = "markdown-it"
 TEXT_EXTRACTOR = "text"
 _BLANK_LINES = re.compile(r"\n[^\S\n]*\n\s*")
 _HTML_SKIPPED_TAGS = frozenset({"script", "style"})
+_BR = re.compile(r"<br\s*/?>", re.IGNORECASE)
 
 
 @dataclass(slots=True)
@@ -216,8 +218,12 @@ class _Blocks:
 # --- Markdown ------------------------------------------------------------------------------
 
 
-def inline_text(tokens: list[Token] | None) -> str:
-    """The text of an inline token's children, markup resolved (see the module doc)."""
+def inline_text(tokens: list[Token] | None, line_break: str = "\n") -> str:
+    """The text of an inline token's children, markup resolved (see the module doc).
+
+    ``line_break`` is what a hard break (or an inline ``<br>``) becomes: a newline, or a space
+    inside a table cell, whose text is one line.
+    """
     parts: list[str] = []
     for token in tokens or ():
         kind = token.type
@@ -225,14 +231,14 @@ def inline_text(tokens: list[Token] | None) -> str:
             parts.append(token.content)
         elif kind == "softbreak":
             parts.append(" ")
-        elif kind == "hardbreak":
-            parts.append("\n")
+        elif kind == "hardbreak" or (kind == "html_inline" and _BR.fullmatch(token.content)):
+            parts.append(line_break)
         elif kind == "math_inline":
             parts.append(f"${token.content}$")
         elif kind == "math_inline_double":
             parts.append(f"$${token.content}$$")
         elif kind == "image":
-            parts.append(inline_text(token.children))
+            parts.append(inline_text(token.children, line_break))
     return "".join(parts).strip()
 
 
@@ -425,7 +431,7 @@ class _MarkdownWalker:
                 row, col = row + 1, 0
             elif token.type == "inline":
                 cells.append({"row_index": row, "col_index": col, "row_span": 1, "col_span": 1,
-                              "text": inline_text(token.children), "column_header": header})
+                              "text": inline_text(token.children, " "), "column_header": header})
                 col += 1
             index += 1
         n_cols = max((cell["col_index"] + 1 for cell in cells), default=0)

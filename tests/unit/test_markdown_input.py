@@ -199,6 +199,13 @@ def test_code_math_quotes_admonitions_and_html():
     assert (html["type"], html["text"], html["flags"]["html"]) == ("paragraph", "HTML text", True)
 
 
+def test_inline_line_breaks_and_html_tags():
+    [paragraph] = blocks_from_markdown("one<br>two<BR/>three <kbd>Ctrl</kbd>")
+    assert paragraph["text"] == "one\ntwo\nthree Ctrl"
+    [table] = blocks_from_markdown("| a |\n|---|\n| x<br>y |\n")
+    assert table["table"]["cells"][1]["text"] == "x y"  # a cell is one line
+
+
 def test_blank_and_bom_inputs():
     assert blocks_from_markdown("") == []
     assert blocks_from_markdown("\n\n   \n") == []
