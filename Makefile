@@ -20,7 +20,7 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 
-.PHONY: run test test-real test-faults bench bench-retrieval lint venv dev embeddings constraints clean
+.PHONY: run test test-real test-faults test-adapters bench bench-retrieval lint venv dev embeddings constraints clean
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,12 @@ endif
 # The real-model suite's runtimes: every backend family, so test-real covers all four.
 $(VENV)/.backends: $(VENV)/.embeddings
 	$(PIP_INSTALL) -e '.[dev,embeddings-cpu,onnx,openvino]'
+	touch $@
+
+# The framework adapters' packages (LangChain, LlamaIndex: about 220 MB with their dependencies)
+# are kept out of the default suite's environment until this target asks for them.
+$(VENV)/.adapters: $(VENV)/.dev
+	$(PIP) install -q -e '.[dev,langchain,llamaindex]'
 	touch $@
 
 # Starts a structural worker, submits the sample, prints the chunk summary, stops the worker.
@@ -79,6 +85,11 @@ test-real: $(VENV)/.backends
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest tests/integration/test_real_embeddings.py \
 		--run-real-embeddings --no-cov --encoder-backend torch --encoder-backend onnx \
 		--encoder-backend onnx-int8 --encoder-backend openvino
+
+# LangChain Documents and LlamaIndex nodes round-tripped through the real packages, sockets
+# refused; a missing package fails (the tests are opt-in, never skipped).
+test-adapters: $(VENV)/.adapters
+	$(PY) -m pytest tests/adapters --run-adapters --no-cov
 
 # The reference chunker the engine is compared with in the same run: LongParser's own release on
 # PyPI, fetched as a wheel into bench-data/ (ignored by git, never imported by the service).

@@ -1,16 +1,18 @@
-"""``longparser chunk``: run the engine on a local JSON file and print (or write) the result.
+"""``longparser chunk``: run the engine on a local file and print (or write) the result.
 
-Usage: ``longparser chunk INPUT.json [-c CONFIG] [-o OUT.json] [--document-id ID] [--max-tokens N]
+Usage: ``longparser chunk INPUT [-c CONFIG] [-o OUT.json] [--document-id ID] [--max-tokens N]
 [--min-tokens N] [--token-counter {estimate,model}] [--strict] [--heading-context] [--semantic]
 [--summary]``.
 
 * INPUT is a JSON list of blocks, a ChunkRequest object, a LongParser Document dump
   (:func:`schemas.parse_input` accepts all three) or a docling ``DoclingDocument``, converted
-  here by :mod:`loaders.docling` (docling-core, the ``[docling]`` extra); ``-`` reads standard
-  input. The document id is ``--document-id``, else the input's (a DoclingDocument's ``name``,
-  unless it is docling's default ``"Document"``), else the file name's (fitted to the wire
-  pattern: :func:`schemas.inputs.document_id_from_name`), else ``stdin`` for ``chunk -``
-  (``submit -`` needs an id).
+  here by :mod:`loaders.docling` (docling-core, the ``[docling]`` extra); a ``.md`` /
+  ``.markdown`` file is Markdown and a ``.txt`` file plain text, converted here by
+  :mod:`loaders.markdown`; ``-`` reads standard input (JSON). The document id is
+  ``--document-id``, else the input's (a DoclingDocument's ``name``, unless it is docling's
+  default ``"Document"``), else the file name's (fitted to the wire pattern:
+  :func:`schemas.inputs.document_id_from_name`; ``notes.md`` -> ``notes``), else ``stdin`` for
+  ``chunk -`` (``submit -`` needs an id).
 * Config, lowest to highest precedence: the input's own ``config``, ``-c`` (a JSON file or an
   inline JSON object, :mod:`cli.json_input`), then the flags (``--max-tokens``, ``--min-tokens``,
   ``--token-counter``, ``--strict``, ``--heading-context``, ``--semantic``).
@@ -53,7 +55,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from cli.json_input import STDIN, config_fields, load_json
+from cli.json_input import STDIN, config_fields, load_json, read_text
 from longparser.resources import Resources
 from schemas import ChunkingConfig, ChunkRequest, ChunkResult, InputError
 from schemas.inputs import document_id_from_name, is_docling_input, parse_input
@@ -115,7 +117,8 @@ def load_input(args: argparse.Namespace) -> LoadedInput:
         InputError: with a one-line message naming the file, or the block index and field.
     """
     overrides = config_overrides(args)
-    data = load_json(args.input, "input")
+    text_converter = markdown_converter(args.input)
+    data = read_text(args.input, "input") if text_converter else load_json(args.input, "input")
     reports: list[Any] = []
 
     def convert(document: Any) -> list[Any]:
@@ -134,6 +137,7 @@ def load_input(args: argparse.Namespace) -> LoadedInput:
         document_id=getattr(args, "document_id", None),
         config_overrides=overrides,
         docling=convert if is_docling_input(data) else None,
+        text_converter=text_converter,
     )
     return LoadedInput(request, reports[0] if reports else None)
 
@@ -143,6 +147,20 @@ def _default_document_id(args: argparse.Namespace) -> str | None:
     if args.input != STDIN:
         return document_id_from_path(args.input)
     return STDIN_DOCUMENT_ID if getattr(args, "command", "chunk") == "chunk" else None
+
+
+def markdown_converter(path: str) -> Any:
+    """The converter of a Markdown (``.md``, ``.markdown``) or plain-text (``.txt``) INPUT, by
+    its suffix (any case); None for every other file, which is read as JSON."""
+    from loaders.markdown import MARKDOWN_SUFFIXES, TEXT_SUFFIXES, blocks_from_markdown, blocks_from_text
+
+    suffix = Path(path).suffix.lower()
+    source = Path(path).name
+    if suffix in MARKDOWN_SUFFIXES:
+        return lambda text: blocks_from_markdown(text, source_file=source)
+    if suffix in TEXT_SUFFIXES:
+        return lambda text: blocks_from_text(text, source_file=source)
+    return None
 
 
 def load_request(args: argparse.Namespace) -> ChunkRequest:

@@ -1,4 +1,4 @@
-"""The JSON every command reads: INPUT (a file, or ``-`` for standard input) and ``-c`` CONFIG.
+"""What every command reads: INPUT (a file, or ``-`` for standard input) and ``-c`` CONFIG.
 
 ``-c`` is read the same way by ``chunk``, ``submit``, ``evaluate`` and ``evaluate-retrieval``:
 a value that starts with ``{`` or ``[`` is inline JSON, anything else names a file; either way
@@ -29,19 +29,18 @@ def decode_json(text: str, where: str) -> Any:
         raise InputError(f"{where}: not valid JSON: {exc.msg} ({position})") from None
 
 
-def load_json(path: str, what: str) -> Any:
-    """Read and decode a JSON file (``-``: standard input), every failure an InputError."""
+def read_text(path: str, what: str) -> str:
+    """A UTF-8 file's text (``-``: standard input), every failure an InputError naming it."""
     if path == STDIN:
-        where = f"{what} (standard input)"
         try:
-            text = sys.stdin.read()
+            return sys.stdin.read()
         except UnicodeDecodeError as exc:
-            raise InputError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-        return decode_json(text, where)
+            raise InputError(f"{what} (standard input): not UTF-8 text ({exc.reason} at byte {exc.start})"
+                             ) from None
     where = f"{what} {path}"
     try:
         with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+            return handle.read()
     except FileNotFoundError:
         raise InputError(f"{where}: no such file") from None
     except IsADirectoryError:
@@ -50,7 +49,12 @@ def load_json(path: str, what: str) -> Any:
         raise InputError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise InputError(f"{where}: cannot read: {exc.strerror or exc}") from None
-    return decode_json(text, where)
+
+
+def load_json(path: str, what: str) -> Any:
+    """Read and decode a JSON file (``-``: standard input), every failure an InputError."""
+    where = f"{what} (standard input)" if path == STDIN else f"{what} {path}"
+    return decode_json(read_text(path, what), where)
 
 
 def config_fields(value: str) -> dict[str, Any]:

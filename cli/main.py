@@ -2,7 +2,7 @@
 
 Subcommands:
 
-* ``chunk INPUT.json [-c CONFIG] [-o OUT.json] [--document-id ID] [config flags] [--summary]`` -
+* ``chunk INPUT [-c CONFIG] [-o OUT.json] [--document-id ID] [config flags] [--summary]`` -
   run the engine locally;
 * ``evaluate LABELLED.json [-c CONFIG] [--method NAME] [--threshold 0.3] [--json]`` - boundary
   quality with the real model;
@@ -10,7 +10,7 @@ Subcommands:
   retrieval hit rate, MRR and context precision of a chunking config, with the real model;
 * ``bench-retrieval --split dev [--anchors FILE] [-o PREFIX]`` - the real-document retrieval
   benchmark (docs/retrieval-benchmark.md);
-* ``submit INPUT.json [-c CONFIG] [--document-id ID] [config flags] [--wait]`` - enqueue on the
+* ``submit INPUT [-c CONFIG] [--document-id ID] [config flags] [--wait]`` - enqueue on the
   worker fleet;
 * ``result DOCUMENT_ID`` - fetch a stored result.
 
@@ -45,8 +45,8 @@ from longparser.boundary_methods import ALIASES, METHODS
 from schemas.config import MODEL_WINDOW, ChunkingConfig
 
 DISTRIBUTION = "longparser-worker"
-INPUT_HELP = ("block list, ChunkRequest, LongParser document dump or docling DoclingDocument (JSON); "
-              "- reads standard input")
+INPUT_HELP = ("block list, ChunkRequest, LongParser document dump or docling DoclingDocument (JSON), "
+              "or a Markdown (.md, .markdown) or plain-text (.txt) file; - reads standard input (JSON)")
 DOCUMENT_ID_HELP = ("the document id (wins over the input's own; default: the input's, else the file name "
                     "with accents dropped and other characters outside A-Z a-z 0-9 . _ : @ - as '-'{stdin})")
 LABELLED_FORMAT = """\
@@ -160,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
                "request refused (--token-counter model without the tokenizer, --semantic without the "
                "model). Errors and warnings: one line each on stderr.",
     )
-    chunk.add_argument("input", metavar="INPUT.json", help=INPUT_HELP)
+    chunk.add_argument("input", metavar="INPUT", help=INPUT_HELP)
     chunk.add_argument("--document-id", metavar="ID", help=DOCUMENT_ID_HELP.format(stdin="; stdin: 'stdin'"))
     chunk.add_argument("-o", "--output", metavar="OUT.json", help="write the result here (atomically)")
     chunk.add_argument(
@@ -215,7 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit status: 0 submitted (with --wait: finished); 1 failed or timed out; 2 bad input, "
                "config or settings; 3 broker/store unreachable; 4 Redis full.",
     )
-    submit.add_argument("input", metavar="INPUT.json", help=INPUT_HELP)
+    submit.add_argument("input", metavar="INPUT", help=INPUT_HELP)
     submit.add_argument("--document-id", metavar="ID",
                         help=DOCUMENT_ID_HELP.format(stdin="; stdin: the input must carry one, or give this"))
     submit.add_argument("--wait", action="store_true", help="wait for the result and print it")

@@ -32,6 +32,7 @@ from longparser.budget import Budget
 from longparser.build import Draft, to_chunk
 from longparser.context import embed_text
 from longparser.fit import block_parts, fit_all
+from longparser.hierarchy import DerivedPaths, context_warnings
 from longparser.ids import chunk_id
 from longparser.intake import BlockIntake
 from longparser.lists import list_drafts
@@ -180,7 +181,9 @@ def chunk_blocks(
     budget = Budget(cfg.max_tokens, counter, strict=cfg.strict_max_tokens,
                     with_breadcrumb=cfg.heading_context)
     intake = BlockIntake(blocks)
-    records, excluded, retagged = prepare(intake, cfg, counter)
+    watched = DerivedPaths(intake)  # section paths from heading levels when the input has none
+    records, excluded, retagged = prepare(watched, cfg, counter)
+    section_paths = watched.apply(records)
     t2 = time.perf_counter()
     sections = group_sections(records)
     t3 = time.perf_counter()
@@ -207,6 +210,8 @@ def chunk_blocks(
         semantic=semantic,
         resources=res.availability(),
         timings_ms=timings,
+        section_paths=section_paths,
+        warnings=context_warnings(cfg, chunks),
     )
     return ChunkResult(document_id=document_id, chunks=chunks, stats=stats)
 

@@ -79,7 +79,8 @@ class Provenance(TypedDict, total=False):
     __pydantic_config__ = _PART  # type: ignore[misc]
 
     source_file: Annotated[str | None, Field(default=None)]
-    page_number: Annotated[PageNumber, Field(default=1)]
+    # null: the source has no pages (Markdown, plain text); such blocks give a chunk no page
+    page_number: Annotated[PageNumber | None, Field(default=1)]
     bbox: Annotated[BBox | None, Field(default=None)]
     extractor: Annotated[str | None, Field(default=None)]
 

@@ -11,7 +11,10 @@ this code):
   a converter the caller passes in (``loaders.docling.blocks_from_docling``): the conversion
   needs docling-core and belongs to the producer side, while this module is the wire contract
   and imports neither. The document id is the DoclingDocument's ``name`` when it has one of
-  its own (docling's default name ``"Document"`` counts as none), else the caller's default.
+  its own (docling's default name ``"Document"`` counts as none), else the caller's default;
+* a Markdown or plain-text document (a ``str``), converted by a converter the caller passes in
+  the same way (``loaders.markdown.blocks_from_markdown`` or ``blocks_from_text``); a string
+  carries no id, so the caller's default is its id.
 
 Errors name the block (its index in reading order) and the field, e.g.
 ``block 3 (id 'b-3'): table.cells[0].row_index: Field required``, or the config field, e.g.
@@ -42,6 +45,10 @@ DOCLING_INSTALL_HINT = "pip install 'longparser-worker[docling]'"
 # A DoclingDocument -> block dicts (wire shape, reading order); ``loaders.docling.blocks_from_docling``.
 # It reports a document it cannot read with a ValueError (one line).
 DoclingConverter = Callable[[Any], list[Any]]
+# A Markdown or plain-text document -> block dicts (wire shape, reading order):
+# ``loaders.markdown.blocks_from_markdown`` or ``loaders.markdown.blocks_from_text``.
+TextConverter = Callable[[str], list[Any]]
+TEXT_CONVERTERS = "loaders.markdown.blocks_from_markdown or blocks_from_text"
 
 _UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9._:@-]+")
 _ID_MAX_LEN = 200  # DOCUMENT_ID_PATTERN: 1 leading alphanumeric or "_" + up to 199 more
@@ -304,17 +311,33 @@ def _docling_request(
     return {"document_id": document_id, "blocks": blocks}
 
 
+def _text_request(
+    data: str, default_document_id: str | None, text_converter: TextConverter | None
+) -> dict[str, Any]:
+    if text_converter is None:
+        raise InputError(
+            "a Markdown or plain-text document (a string) must be converted to blocks on the producer "
+            f"side: pass the converter ({TEXT_CONVERTERS})"
+        )
+    if not default_document_id:
+        raise InputError("document_id: missing: a Markdown or plain-text document carries none; give one")
+    return {"document_id": default_document_id, "blocks": text_converter(data)}
+
+
 def _request_dict(
-    data: Any, default_document_id: str | None, docling: DoclingConverter | None
+    data: Any, default_document_id: str | None, docling: DoclingConverter | None,
+    text_converter: TextConverter | None = None,
 ) -> dict[str, Any]:
     if is_docling_input(data):
         return _docling_request(data, default_document_id, docling)
+    if isinstance(data, str):
+        return _text_request(data, default_document_id, text_converter)
     if isinstance(data, list):
         return {"document_id": default_document_id, "blocks": data}
     if not isinstance(data, dict):
         raise InputError(
-            f"expected a JSON list of blocks, a ChunkRequest object, a LongParser document or a "
-            f"DoclingDocument, got {type(data).__name__}"
+            f"expected a JSON list of blocks, a ChunkRequest object, a LongParser document, a "
+            f"DoclingDocument or a Markdown or text string, got {type(data).__name__}"
         )
     if "pages" in data and "blocks" not in data:
         blocks = _dump_blocks(data["pages"])
@@ -339,11 +362,13 @@ def parse_input(
     document_id: str | None = None,
     config_overrides: Mapping[str, Any] | None = None,
     docling: DoclingConverter | None = None,
+    text_converter: TextConverter | None = None,
 ) -> ChunkRequest:
     """Validate any accepted input shape into a ChunkRequest.
 
     Args:
-        data: decoded JSON (list or object), or a DoclingDocument model.
+        data: decoded JSON (list or object), a DoclingDocument model, or a Markdown or text
+            document (a ``str``, converted by ``text_converter``).
         default_document_id: used when the input carries no document id (e.g. derived from a
             file name); a missing id with no default is an error.
         document_id: the id to use whatever the input carries (``--document-id``).
@@ -351,11 +376,14 @@ def parse_input(
             ``-c CONFIG.json``, ``--max-tokens``).
         docling: converts a DoclingDocument to block dicts (``loaders.docling.blocks_from_docling``);
             without it a DoclingDocument is refused with a message saying so.
+        text_converter: converts a string (Markdown or plain text) to block dicts
+            (``loaders.markdown.blocks_from_markdown`` / ``blocks_from_text``); without it a
+            string is refused with a message saying so.
 
     Raises:
         InputError: with a one-line message naming the block index and field.
     """
-    request = _request_dict(data, document_id or default_document_id, docling)
+    request = _request_dict(data, document_id or default_document_id, docling, text_converter)
     if document_id:
         request["document_id"] = document_id
     if not request.get("document_id"):

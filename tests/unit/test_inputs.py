@@ -197,7 +197,7 @@ def test_document_id_from_name(name: str, expected: str | None) -> None:
 
 
 def test_unknown_shape_names_every_accepted_one() -> None:
-    with pytest.raises(InputError, match=r"DoclingDocument, got int$"):
+    with pytest.raises(InputError, match=r"DoclingDocument or a Markdown or text string, got int$"):
         parse_input(42)
     with pytest.raises(InputError, match=r"'schema_name': 'DoclingDocument'$"):
         parse_input({"neither": 1})
