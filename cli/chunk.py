@@ -1,17 +1,22 @@
-"""``longparser chunk``: run the engine on a local JSON file and print (or write) the result.
+"""``longparser chunk``: run the engine on a local file and print (or write) the result.
 
-Usage: ``longparser chunk INPUT.json [-c CONFIG] [-o OUT.json] [--max-tokens N] [--min-tokens N]
-[--token-counter COUNTER] [--fit TOKENIZER] [--reserve-tokens N] [--strict] [--heading-context]
-[--semantic] [--summary]``.
+Usage: ``longparser chunk INPUT [-c CONFIG] [-o OUT.json] [--document-id ID] [--max-tokens N]
+[--min-tokens N] [--token-counter COUNTER] [--fit TOKENIZER] [--reserve-tokens N] [--strict]
+[--heading-context] [--semantic] [--summary]``.
 
 * INPUT is a JSON list of blocks, a ChunkRequest object, a LongParser Document dump
   (:func:`schemas.parse_input` accepts all three) or a docling ``DoclingDocument``, converted
-  here by :mod:`loaders.docling` (docling-core, the ``[docling]`` extra). The document id comes
-  from the input (a DoclingDocument's ``name``, unless it is docling's default ``"Document"``),
-  else from the file name (sanitised to the wire pattern).
+  here by :mod:`loaders.docling` (docling-core, the ``[docling]`` extra); a ``.md`` /
+  ``.markdown`` file is Markdown and a ``.txt`` file plain text, converted here by
+  :mod:`loaders.markdown`; ``-`` reads standard input (JSON). The document id is
+  ``--document-id``, else the input's (a DoclingDocument's ``name``, unless it is docling's
+  default ``"Document"``), else the file name's (fitted to the wire pattern:
+  :func:`schemas.inputs.document_id_from_name`; ``notes.md`` -> ``notes``), else ``stdin`` for
+  ``chunk -`` (``submit -`` needs an id).
 * Config, lowest to highest precedence: the input's own ``config``, ``-c`` (a JSON file or an
-  inline JSON object), then the flags (``--max-tokens``, ``--min-tokens``, ``--token-counter``,
-  ``--fit``, ``--reserve-tokens``, ``--strict``, ``--heading-context``, ``--semantic``).
+  inline JSON object, :mod:`cli.json_input`), then the flags (``--max-tokens``, ``--min-tokens``,
+  ``--token-counter``, ``--fit``, ``--reserve-tokens``, ``--strict``, ``--heading-context``,
+  ``--semantic``).
 * The result is printed as JSON (``indent=2``, keys in the schema's order), or written to OUT
   atomically: a temporary file in OUT's directory, then ``os.replace`` - a reader never sees a
   partial file, and on any error no file is created.
@@ -21,26 +26,24 @@ Usage: ``longparser chunk INPUT.json [-c CONFIG] [-o OUT.json] [--max-tokens N] 
 
 Exit status: 0 success; 2 bad input (missing, empty or unreadable file, not JSON, wrong shape,
 invalid field, bad config, a DoclingDocument docling-core cannot read or docling-core missing,
-invalid ``LONGPARSER_*`` settings) or a request the engine refuses (``--token-counter model``
-without the tokenizer), with one line on stderr and no traceback; 1 the output file could not
-be written.
+invalid ``LONGPARSER_*`` settings) or a request that cannot be served as asked (``--token-counter
+model`` without the tokenizer, ``--semantic`` without the model), with one line on stderr and no
+traceback; 1 the output file could not be written.
 
 Warnings go to stderr, one line each (``longparser chunk: warning: ...``; :mod:`cli.main` sets
 that up for the loaders' and the engine's log records): a missing optional resource (word
-list, language ID), an input without blocks (0 chunks). Semantic mode with the model
-unavailable: like the worker, the command warns once and packs structurally; ``stats.semantic``
-records ``requested`` true, ``available`` false and the reason. We chose this over failing
-because the result is still correct structural chunking and says plainly what happened; scripts
-that need semantic boundaries check ``stats.semantic.available``. ``--token-counter model``
-is different: the user asked for a guarantee in the model's tokens, so a missing tokenizer
-is an error, never a silent fall-back to the estimate.
+list, language ID), an input without blocks (0 chunks). Semantic mode and the model's token
+counter are different: the user asked for them by name, so a missing model or tokenizer is an
+error (exit 2, the message says what to install), never a silent fall-back - as a semantic
+worker refuses to start without its model. The library keeps the fall-back (``chunk_blocks``
+without an encoder packs structurally and says so in ``stats.semantic``).
 
-Resources: word list from the settings' ``word_list_path`` when the settings module is
-present, else ``/usr/share/dict/words`` if it exists; the fastText language ID, the counters
-``token_counter`` and ``fit`` name (the model's; a tokenizer from a path, or from a name the
-settings declare) and the encoder (only when semantic mode is requested) through
-:mod:`loaders`. Everything heavy is imported inside the functions that need it, so ``--help``
-and input errors return at once.
+Resources: what the settings name (:meth:`loaders.resources.ResourceSpec.from_settings`, as a
+worker reads them), narrowed to what the request needs (:meth:`~loaders.resources.ResourceSpec.for_request`):
+the word list and the fastText language ID (optional here), the counters ``token_counter`` and
+``fit`` name (the model's; a tokenizer the settings declare by name, or one from a path) and the
+encoder (only for semantic mode). Everything heavy is imported inside the functions that need
+it, so ``--help`` and input errors return at once.
 """
 
 from __future__ import annotations
@@ -54,13 +57,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from cli.json_input import STDIN, config_fields, load_json, read_text
 from longparser.resources import Resources
 from schemas import ChunkingConfig, ChunkRequest, ChunkResult, InputError
 from schemas.inputs import document_id_from_name, is_docling_input, parse_input
 
 EXIT_OK, EXIT_WRITE_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-DEFAULT_WORD_LIST = Path("/usr/share/dict/words")
+STDIN_DOCUMENT_ID = "stdin"  # ``chunk -`` of an input without an id (``submit -`` refuses instead)
 SUMMARY_WORDS = 8
+SUMMARY_CHARS = 80  # a summary line's preview: this many characters at most (one long word is cut)
 # Command-line flag (argparse dest) -> ChunkingConfig field; a flag left unset changes nothing.
 CONFIG_FLAGS = {
     "max_tokens": "max_tokens",
@@ -89,49 +94,11 @@ def _one_line(message: str) -> str:
     return " ".join(message.split())
 
 
-def _decode_json(text: str, where: str) -> Any:
-    if not text.strip():
-        raise InputError(f"{where}: is empty (expected JSON)")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        position = f"line {exc.lineno}, column {exc.colno}"
-        raise InputError(f"{where}: not valid JSON: {exc.msg} ({position})") from None
-
-
-def _load_json(path: str, what: str) -> Any:
-    """Read and decode a JSON file, turning every failure into an :class:`InputError`."""
-    where = f"{what} {path}"
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        raise InputError(f"{where}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{where}: is a directory") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise InputError(f"{where}: cannot read: {exc.strerror or exc}") from None
-    return _decode_json(text, where)
-
-
-def _config_fields(value: str) -> dict[str, Any]:
-    """``-c``: an inline JSON object (it starts with ``{``), else a JSON file of one."""
-    if value.lstrip().startswith("{"):
-        where, fields = "config (inline JSON)", _decode_json(value, "config (inline JSON)")
-    else:
-        where, fields = f"config {value}", _load_json(value, "config")
-    if not isinstance(fields, dict):
-        raise InputError(f"{where}: expected a JSON object of ChunkingConfig fields")
-    return fields
-
-
 def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The config fields ``-c`` and the flags set, flags last (so they win)."""
     overrides: dict[str, Any] = {}
     if getattr(args, "config", None):
-        overrides.update(_config_fields(args.config))
+        overrides.update(config_fields(args.config))
     for flag, field in CONFIG_FLAGS.items():
         value = getattr(args, flag, None)
         if value is not None and value is not False:  # store_true flags: False means "not given"
@@ -154,7 +121,8 @@ def load_input(args: argparse.Namespace) -> LoadedInput:
         InputError: with a one-line message naming the file, or the block index and field.
     """
     overrides = config_overrides(args)
-    data = _load_json(args.input, "input")
+    text_converter = markdown_converter(args.input)
+    data = read_text(args.input, "input") if text_converter else load_json(args.input, "input")
     reports: list[Any] = []
 
     def convert(document: Any) -> list[Any]:
@@ -169,11 +137,34 @@ def load_input(args: argparse.Namespace) -> LoadedInput:
 
     request = parse_input(
         data,
-        default_document_id=document_id_from_path(args.input),
+        default_document_id=_default_document_id(args),
+        document_id=getattr(args, "document_id", None),
         config_overrides=overrides,
         docling=convert if is_docling_input(data) else None,
+        text_converter=text_converter,
     )
     return LoadedInput(request, reports[0] if reports else None)
+
+
+def _default_document_id(args: argparse.Namespace) -> str | None:
+    """The id of an input that carries none: its file name's; ``stdin`` for ``chunk -``."""
+    if args.input != STDIN:
+        return document_id_from_path(args.input)
+    return STDIN_DOCUMENT_ID if getattr(args, "command", "chunk") == "chunk" else None
+
+
+def markdown_converter(path: str) -> Any:
+    """The converter of a Markdown (``.md``, ``.markdown``) or plain-text (``.txt``) INPUT, by
+    its suffix (any case); None for every other file, which is read as JSON."""
+    from loaders.markdown import MARKDOWN_SUFFIXES, TEXT_SUFFIXES, blocks_from_markdown, blocks_from_text
+
+    suffix = Path(path).suffix.lower()
+    source = Path(path).name
+    if suffix in MARKDOWN_SUFFIXES:
+        return lambda text: blocks_from_markdown(text, source_file=source)
+    if suffix in TEXT_SUFFIXES:
+        return lambda text: blocks_from_text(text, source_file=source)
+    return None
 
 
 def load_request(args: argparse.Namespace) -> ChunkRequest:
@@ -187,92 +178,47 @@ def warn_if_empty(command: str, request: ChunkRequest) -> None:
         print(f"longparser {command}: warning: input has no blocks: the result has 0 chunks", file=sys.stderr)
 
 
-_NO_SETTINGS = object()
-
-
 def _settings() -> Any:
-    """``config.settings.get_settings()``, or a sentinel when the settings module is absent.
+    """``config.settings.get_settings()``, invalid settings as an :class:`InputError` (one line)."""
+    from config.settings import SettingsError, get_settings
 
-    The settings module belongs to the worker side (pydantic-settings, env prefix
-    ``LONGPARSER_``); the CLI honours it when installed but never requires it.
-
-    Raises:
-        InputError: the ``LONGPARSER_*`` environment holds an invalid value.
-    """
-    try:
-        from config.settings import get_settings
-    except ImportError:
-        return _NO_SETTINGS
     try:
         return get_settings()
-    except ValueError as exc:  # SettingsError (one line) is a ValueError
+    except SettingsError as exc:
         raise InputError(f"settings (LONGPARSER_* environment / .env): {exc}") from None
 
 
-def word_list_path(settings: Any) -> str | None:
-    """The word list: the settings' ``word_list_path`` (None there means off), else the system one."""
-    if settings is not _NO_SETTINGS:
-        configured = getattr(settings, "word_list_path", None)
-        return str(configured) if configured else None
-    return str(DEFAULT_WORD_LIST) if DEFAULT_WORD_LIST.is_file() else None
-
-
-def counter_resources(config: ChunkingConfig) -> Resources:
-    """The counters ``config`` names (``token_counter``, ``fit``): the model's, a tokenizer
-    from a path, or one the settings declare by name (``LONGPARSER_TOKENIZERS``).
-
-    Raises:
-        longparser.errors.RequestRefused: a tokenizer cannot be loaded (for ``model``, the
-            engine's own message, the one a worker gives, naming what to install). Checked
-            before anything heavier loads.
-    """
-    from loaders.resources import with_tokenizers
-    from loaders.tokenizer import TokenizerUnavailable, load_model_counter
-    from longparser.errors import RequestRefused
-    from longparser.resources import select_counter
-
-    model = None
-    if "model" in (config.token_counter, config.fit):
-        try:
-            model = load_model_counter()
-        except TokenizerUnavailable as exc:
-            select_counter("model", Resources(model_counter_error=str(exc)))  # raises RequestRefused
-    settings = _settings()
-    declared = getattr(settings, "tokenizers", None) if settings is not _NO_SETTINGS else None
-    try:
-        return with_tokenizers(config, Resources(model_counter=model), declared)
-    except TokenizerUnavailable as exc:
-        raise RequestRefused(str(exc)) from None
-
-
 def load_resources(config: ChunkingConfig) -> Resources:
-    """Build the CLI's resources for ``config``: word list, language ID, the model's token
-    counter (``token_counter: "model"``) and the encoder (``use_semantic_chunking``).
-
-    A missing optional resource never raises: the loader logs one warning (printed as one
-    stderr line, see :mod:`cli.main`), the result's ``stats.resources`` / ``stats.semantic``
-    record it and the engine runs without it; a missing encoder means structural packing.
+    """The resources the settings name, narrowed to what ``config`` needs
+    (:meth:`~loaders.resources.ResourceSpec.for_request`): word list and language ID (optional:
+    a missing one is one warning and an "off" in ``stats.resources``), the counters
+    ``token_counter`` and ``fit`` name (the model's, a declared tokenizer, one from a path), the
+    encoder (``use_semantic_chunking``).
 
     Raises:
         InputError: invalid ``LONGPARSER_*`` settings.
-        longparser.errors.RequestRefused: ``token_counter: "model"`` without the tokenizer.
+        longparser.errors.RequestRefused: a token counter or the encoder the request asks for
+            cannot be loaded; the message says what to install or what is wrong with the
+            tokenizer. The counters are checked first, before anything heavier loads.
     """
-    from loaders.resources import build_resources
+    from loaders.pinned_model import EncoderUnavailable
+    from loaders.resources import ResourceSpec, build_resources
+    from loaders.tokenizer import TokenizerUnavailable
+    from loaders.tokenizers import NamedTokenizerUnavailable
+    from longparser.errors import RequestRefused
+    from longparser.resources import select_counter
 
-    counter = counter_resources(config)
-    settings = _settings()
-    has = settings is not _NO_SETTINGS
-    resources = build_resources(
-        word_list_path=word_list_path(settings),
-        language_id=bool(getattr(settings, "language_id", True)) if has else True,
-        semantic=config.use_semantic_chunking,
-        model_path=getattr(settings, "model_path", None) if has else None,
-        threads=int(getattr(settings, "torch_threads", 1)) if has else 1,
-        encoder_backend=str(getattr(settings, "encoder_backend", "torch")) if has else "torch",
-        strict=False,
-        model_counter=False,
-    )
-    return dataclasses.replace(resources, model_counter=counter.model_counter, counters=counter.counters)
+    spec = ResourceSpec.from_settings(_settings()).for_request(config)
+    try:
+        return build_resources(spec)
+    except NamedTokenizerUnavailable as exc:
+        raise RequestRefused(str(exc)) from None
+    except TokenizerUnavailable as exc:
+        select_counter("model", Resources(model_counter_error=str(exc)))  # the engine's words
+        raise RequestRefused(str(exc)) from None  # pragma: no cover - select_counter raised above
+    except EncoderUnavailable as exc:
+        raise RequestRefused(f"semantic chunking needs the embedding model, which cannot be loaded: {exc}"
+                             ) from None
 
 
 def result_json(result: ChunkResult) -> str:
@@ -314,9 +260,13 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
         raise
 
 
-def _first_words(text: str, n: int = SUMMARY_WORDS) -> str:
+def _first_words(text: str, n: int = SUMMARY_WORDS, limit: int = SUMMARY_CHARS) -> str:
+    """The first ``n`` words, at most ``limit`` characters (a longer word is cut), ``…`` when cut."""
     words = text.split()
-    return " ".join(words[:n]) + (" …" if len(words) > n else "")
+    preview = " ".join(words[:n])
+    if len(preview) > limit:
+        return preview[:limit].rstrip() + "…"
+    return preview + (" …" if len(words) > n else "")
 
 
 def _pages(pages: list[int]) -> str:
@@ -328,7 +278,7 @@ def format_summary(result: ChunkResult) -> str:
 
     Header: document id, blocks in, blocks excluded (by reason), chunks out, and the semantic
     outcome when it was requested. Chunk lines: index, chunk_type, pages, token count, quality
-    score and the first words of the text (whitespace collapsed).
+    score and the first words of the text (whitespace collapsed, at most 80 characters).
     """
     stats = result.stats
     excluded = sum(stats.blocks_excluded.values())

@@ -10,7 +10,8 @@ result-store code as production, redelivery after a killed child included.
 
 The demo uses a private queue ``demo-<id>`` so it never takes work from, or gives work to, a
 real fleet on the same Redis. The worker it starts is always stopped (SIGTERM to its process
-group, SIGKILL after a grace period), on success, failure or Ctrl-C.
+group, SIGKILL after a grace period), on success, failure or Ctrl-C. Its log is kept, and its
+path printed, only when the demo fails; after a success it is deleted.
 """
 
 from __future__ import annotations
@@ -179,14 +180,14 @@ def _submit_and_wait(request: object, settings: Settings, timeout: float) -> obj
     log_path = LOG_DIR / f"{queue}-worker.log"
     try:
         with running_worker(settings, log_path) as process, Producer(settings) as producer:
-            print(f"worker: started (pid {process.pid}, queue {queue}, log {log_path})", flush=True)
+            print(f"worker: started (pid {process.pid}, queue {queue})", flush=True)
             handle = producer.submit(request)
             print(f"submitted: document {handle.document_id} (task {handle.task_id})", flush=True)
             try:
                 return wait_for_result(handle, process, timeout, producer)
             except Exception as exc:
-                raise RuntimeError(f"{type(exc).__name__}: {exc}\n--- worker log tail ---\n"
-                                   f"{_tail(log_path)}") from exc
+                raise RuntimeError(f"{type(exc).__name__}: {exc}\n--- worker log tail (whole log kept: "
+                                   f"{log_path}) ---\n{_tail(log_path)}") from exc
     finally:
         forget_queue(settings, queue)
 
@@ -219,9 +220,19 @@ def run_demo(choice: str, input_path: Path, timeout: float) -> int:
             print(f"make run: failed: {exc}", file=sys.stderr)
             return 1
         (LOG_DIR / f"{queue}-worker.log").unlink(missing_ok=True)
-        print(f"result: stored and fetched in {time.perf_counter() - started:.1f} s; worker stopped\n")
+        print(f"result: stored and fetched in {time.perf_counter() - started:.1f} s; worker stopped")
+        print(f"the command: {command_hint()}\n")
         print(format_summary(result), end="")
     return 0
+
+
+def command_hint() -> str:
+    """How to run ``longparser`` from here: it is installed in this interpreter's venv, not on PATH."""
+    bin_dir = Path(sys.executable).parent
+    if bin_dir.is_relative_to(Path.cwd()):
+        bin_dir = Path(os.path.relpath(bin_dir))
+    return (f"{bin_dir / 'longparser'} chunk {os.path.relpath(DEFAULT_INPUT)} --summary "
+            f"(or `. {bin_dir / 'activate'}`, then longparser ...)")
 
 
 def main(argv: list[str] | None = None) -> int:

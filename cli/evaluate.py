@@ -1,7 +1,7 @@
 """``longparser evaluate``: the production boundary detector scored on a labelled file.
 
 ``longparser evaluate FILE [--method NAME] [--threshold T] [--pair-threshold P]
-[--boundary-cost C] [-c CONFIG.json] [--json]``: the method and its parameters are the
+[--boundary-cost C] [-c CONFIG] [--json]``: the method and its parameters are the
 ``semantic_*`` fields of a chunking config (``-c`` first, then the flags; defaults as in
 :class:`schemas.ChunkingConfig`), so a configuration is scored exactly as a request with that
 config would chunk. The metrics and their conventions are documented in
@@ -21,8 +21,11 @@ import json
 import sys
 from typing import Any
 
+from cli.json_input import config_fields, load_json
+from config.settings import SettingsError, get_settings
 from loaders.encoder import load_encoder
 from loaders.pinned_model import EncoderUnavailable
+from loaders.resources import ResourceSpec
 from longparser.boundary_methods import resolve
 from longparser.evaluation import (
     LabelledDocument,
@@ -93,28 +96,6 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _encoder_settings() -> tuple[str | None, str, int]:
-    """Model path, encoder backend and threads from the settings, as ``longparser chunk`` reads them.
-
-    Without the settings module (the worker side is not installed): no model path, the torch
-    backend, one thread.
-
-    Raises:
-        ValueError: the ``LONGPARSER_*`` environment does not validate.
-    """
-    try:
-        from config.settings import get_settings
-    except ImportError:
-        return None, "torch", 1
-    settings = get_settings()  # pydantic's ValidationError is a ValueError
-    model_path = getattr(settings, "model_path", None)
-    return (
-        None if model_path in (None, "") else str(model_path),
-        str(getattr(settings, "encoder_backend", "torch")),
-        int(getattr(settings, "torch_threads", 1)),
-    )
-
-
 def _bounds_error(flag: str, field: str, value: float) -> str | None:
     """The message for a parameter outside the bounds its config field declares, else None."""
     low = high = None
@@ -126,27 +107,19 @@ def _bounds_error(flag: str, field: str, value: float) -> str | None:
     return None
 
 
-def _read_json(path: str, what: str) -> Any:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CommandError(2, f"cannot read {what} {path}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise CommandError(2, f"{what} {path} is not valid JSON: {exc}") from None
-
-
 def build_config(args: argparse.Namespace) -> ChunkingConfig:
-    """``-c`` CONFIG (if any) with the method flags over it, validated.
+    """``-c`` CONFIG (a file or an inline object, as ``longparser chunk`` reads it) with the method
+    flags over it, validated.
 
     Raises:
         CommandError: status 2, naming the flag or the config problem.
     """
     fields: dict[str, Any] = {}
     if getattr(args, "config", None):
-        fields = _read_json(args.config, "config")
-        if not isinstance(fields, dict):
-            raise CommandError(2, f"config {args.config}: expected a JSON object of ChunkingConfig fields")
+        try:
+            fields = config_fields(args.config)
+        except InputError as exc:
+            raise CommandError(2, str(exc)) from None
     if getattr(args, "method", None) is not None:
         fields["semantic_method"] = args.method
     for flag, field in PARAMETER_FLAGS.items():
@@ -165,7 +138,10 @@ def build_config(args: argparse.Namespace) -> ChunkingConfig:
 
 def read_labelled(path: str) -> list[LabelledDocument]:
     """Parse the labelled file. Raises: CommandError (status 2)."""
-    data = _read_json(path, "labelled file")
+    try:
+        data = load_json(path, "labelled file")
+    except InputError as exc:
+        raise CommandError(2, str(exc)) from None
     try:
         return parse_labelled(data)
     except LabelledInputError as exc:
@@ -182,11 +158,12 @@ def encoder_for(args: argparse.Namespace) -> Encoder:
             loaded.
     """
     try:
-        configured_path, backend, threads = _encoder_settings()
-    except ValueError as exc:
-        raise CommandError(2, f"invalid LONGPARSER_* settings: {exc}") from None
+        spec = ResourceSpec.from_settings(get_settings())
+    except SettingsError as exc:
+        raise CommandError(2, f"settings (LONGPARSER_* environment / .env): {exc}") from None
     try:
-        return load_encoder(args.model_path or configured_path, threads=threads, backend=backend)
+        return load_encoder(args.model_path or spec.model_path, threads=spec.threads,
+                            backend=spec.encoder_backend)
     except EncoderUnavailable as exc:
         raise CommandError(3, str(exc)) from None
 

@@ -2,17 +2,23 @@
 
 Subcommands:
 
-* ``chunk INPUT.json [-c CONFIG] [-o OUT.json] [config flags] [--summary]`` - run the engine locally;
-* ``evaluate LABELLED.json [--method NAME] [--threshold 0.3] [--json]`` - boundary quality with
-  the real model;
-* ``evaluate-retrieval LABELLED.json [-c CONFIG.json] [--budget 512]`` - retrieval hit rate, MRR
-  and context precision of a chunking config, with the real model;
-* ``submit INPUT.json [-c CONFIG] [config flags] [--wait]`` - enqueue on the worker fleet;
+* ``chunk INPUT [-c CONFIG] [-o OUT.json] [--document-id ID] [config flags] [--summary]`` -
+  run the engine locally;
+* ``evaluate LABELLED.json [-c CONFIG] [--method NAME] [--threshold 0.3] [--json]`` - boundary
+  quality with the real model;
+* ``evaluate-retrieval LABELLED.json [-c CONFIG] [--budget 512] [--embed text|embed_text]`` -
+  retrieval hit rate, MRR and context precision of a chunking config, with the real model;
+* ``bench-retrieval --split dev [--anchors FILE] [-o PREFIX]`` - the real-document retrieval
+  benchmark (docs/retrieval-benchmark.md);
+* ``submit INPUT [-c CONFIG] [--document-id ID] [config flags] [--wait]`` - enqueue on the
+  worker fleet;
 * ``result DOCUMENT_ID`` - fetch a stored result.
 
-Config flags (``chunk`` and ``submit``): ``--max-tokens N``, ``--min-tokens N``,
-``--token-counter COUNTER``, ``--fit TOKENIZER``, ``--reserve-tokens N``, ``--strict``,
-``--heading-context``, ``--semantic``; they win over ``-c`` and over the input's own config.
+INPUT ``-`` reads standard input. ``-c`` takes a JSON file or an inline JSON object, the same way
+for every command (:mod:`cli.json_input`). Config flags (``chunk`` and ``submit``):
+``--max-tokens N``, ``--min-tokens N``, ``--token-counter COUNTER``, ``--fit TOKENIZER``,
+``--reserve-tokens N``, ``--strict``, ``--heading-context``, ``--semantic``; they win over ``-c``
+and over the input's own config.
 
 This module parses arguments, sets up logging and dispatches; each command lives with the code
 it drives. The producer-side commands import :mod:`tasks` lazily so that ``chunk`` works with
@@ -30,14 +36,44 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import textwrap
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from importlib import metadata
 from typing import Any
 
 from longparser.boundary_methods import ALIASES, METHODS
 from schemas.config import MODEL_WINDOW, ChunkingConfig
 
-INPUT_HELP = "block list, ChunkRequest, LongParser document dump or docling DoclingDocument (JSON)"
+DISTRIBUTION = "longparser-worker"
+INPUT_HELP = ("block list, ChunkRequest, LongParser document dump or docling DoclingDocument (JSON), "
+              "or a Markdown (.md, .markdown) or plain-text (.txt) file; - reads standard input (JSON)")
+DOCUMENT_ID_HELP = ("the document id (wins over the input's own; default: the input's, else the file name "
+                    "with accents dropped and other characters outside A-Z a-z 0-9 . _ : @ - as '-'{stdin})")
+LABELLED_FORMAT = """\
+LABELLED.json is a non-empty JSON list of labelled documents (eval/boundaries_v1/dev.json is one):
+  [{"id": "doc-1",                   unique, non-empty
+    "blocks": ["text", "text", ...], the document's paragraphs, in order
+    "boundaries": [3, 7],            a new segment starts before block 3 and before block 7:
+                                     distinct, 1 <= b < number of blocks; [] = one topic
+    "kind": "clear_shift",           optional: results are also grouped by kind
+    "questions": [{"question": "...", "answer_block": 4}]}]
+                                     optional; evaluate-retrieval scores each one (at least one
+                                     document must have some): is block 4 in the context?
+Other fields (a rationale, say) are ignored.
+"""
+EVALUATE_EXIT = ("exit status: 0 report printed; 2 bad input (unreadable or malformed file, invalid config "
+                 "or parameter, invalid LONGPARSER_* settings); 3 the encoder (or, for token_counter "
+                 "'model', the tokenizer) cannot be loaded: the message says what to install. Errors: one "
+                 "line on stderr.")
+
+
+def version() -> str:
+    """The installed distribution's version (``unknown`` when run from a tree not installed)."""
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def _bounds(metadata: list[Any]) -> str | None:
@@ -70,14 +106,19 @@ def _default(name: str) -> Any:
     return ChunkingConfig.model_fields[name].default
 
 
-def _add_config_flags(parser: argparse.ArgumentParser, semantic_help: str) -> None:
-    """``-c`` and the config flags of ``chunk`` and ``submit`` (flags win over ``-c``, which wins
-    over the input's own config)."""
+def _add_config_option(parser: argparse.ArgumentParser) -> None:
+    """``-c``: every command reads it with :func:`cli.json_input.config_fields`."""
     parser.add_argument(
         "-c", "--config", metavar="CONFIG",
         help="ChunkingConfig fields: a JSON file, or an inline JSON object such as "
              f"'{{\"max_tokens\": 256}}' (fields: docs/config.md). Limits: {config_limits()}",
     )
+
+
+def _add_config_flags(parser: argparse.ArgumentParser, semantic_help: str) -> None:
+    """``-c`` and the config flags of ``chunk`` and ``submit`` (flags win over ``-c``, which wins
+    over the input's own config)."""
+    _add_config_option(parser)
     flags = parser.add_argument_group(
         "config flags", "each wins over -c and over the input's own config; unset: theirs, else the default"
     )
@@ -124,24 +165,29 @@ def _add_config_flags(parser: argparse.ArgumentParser, semantic_help: str) -> No
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="longparser", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"longparser {version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     chunk = sub.add_parser(
         "chunk", help="chunk a document's blocks locally and print the result JSON",
         epilog="exit status: 0 success; 1 OUT could not be written; 2 bad input, config or settings, or a "
-               "request refused (--token-counter model without the tokenizer). Errors and warnings: one "
-               "line each on stderr.",
+               "request refused (a token counter or --fit tokenizer that cannot be loaded, --semantic "
+               "without the model). Errors and warnings: one line each on stderr.",
     )
-    chunk.add_argument("input", metavar="INPUT.json", help=INPUT_HELP)
+    chunk.add_argument("input", metavar="INPUT", help=INPUT_HELP)
+    chunk.add_argument("--document-id", metavar="ID", help=DOCUMENT_ID_HELP.format(stdin="; stdin: 'stdin'"))
     chunk.add_argument("-o", "--output", metavar="OUT.json", help="write the result here (atomically)")
     chunk.add_argument(
         "--summary", action="store_true",
         help="print a readable chunk summary instead of JSON (with -o the JSON still goes to OUT)",
     )
-    _add_config_flags(chunk, "place semantic boundaries (needs the embedding model; default: off)")
+    _add_config_flags(chunk, "place semantic boundaries (needs the embedding model: without it, exit 2; "
+                             "default: off)")
 
-    evaluate = sub.add_parser("evaluate", help="boundary precision/recall/F1, Pk and WindowDiff")
-    evaluate.add_argument("labelled", metavar="LABELLED.json")
+    evaluate = sub.add_parser("evaluate", help="boundary precision/recall/F1, Pk and WindowDiff",
+                              formatter_class=argparse.RawDescriptionHelpFormatter,
+                              epilog=f"{LABELLED_FORMAT}\n{textwrap.fill(EVALUATE_EXIT, 96)}")
+    evaluate.add_argument("labelled", metavar="LABELLED.json", help="labelled documents (format below)")
     evaluate.add_argument("--method", choices=sorted([*METHODS, *ALIASES]), default=None,
                           help="boundary method (default: the config's, adjacent)")
     evaluate.add_argument("--threshold", type=float, default=None,
@@ -149,17 +195,18 @@ def build_parser() -> argparse.ArgumentParser:
                                "(default: the config's semantic_threshold, 0.3)")
     evaluate.add_argument("--pair-threshold", type=float, default=None, help="cohesion: pair threshold")
     evaluate.add_argument("--boundary-cost", type=float, default=None, help="cohesion: boundary cost")
-    evaluate.add_argument("-c", "--config", metavar="CONFIG.json",
-                          help="ChunkingConfig fields, a JSON file of one object (fields: docs/config.md)")
+    _add_config_option(evaluate)
     evaluate.add_argument("--json", action="store_true", help="print the report as JSON")
     evaluate.add_argument("--model-path", default=None, help="local model directory (default: settings)")
 
     retrieval = sub.add_parser(
-        "evaluate-retrieval", help="hit rate, MRR and context precision of a chunking config"
+        "evaluate-retrieval", help="hit rate, MRR and context precision of a chunking config",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"{LABELLED_FORMAT}\n{textwrap.fill(EVALUATE_EXIT, 96)}",
     )
-    retrieval.add_argument("labelled", metavar="LABELLED.json")
-    retrieval.add_argument("-c", "--config", metavar="CONFIG.json",
-                           help="ChunkingConfig fields, a JSON file of one object (fields: docs/config.md)")
+    retrieval.add_argument("labelled", metavar="LABELLED.json",
+                           help="labelled documents with questions (format below)")
+    _add_config_option(retrieval)
     retrieval.add_argument("--budget", type=int, default=512, help="context budget in tokens (512)")
     retrieval.add_argument("--group-size", type=int, default=4, help="documents per long document (4)")
     retrieval.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -169,12 +216,22 @@ def build_parser() -> argparse.ArgumentParser:
     retrieval.add_argument("--embed", choices=("text", "embed_text"), default="text",
                            help="what is embedded for ranking (embed_text needs heading_context)")
 
+    bench = sub.add_parser(
+        "bench-retrieval", help="the real-document retrieval benchmark (docs/retrieval-benchmark.md)",
+        epilog="exit status: 0 done; 2 bad arguments or set files; 3 the model cannot be loaded.",
+    )
+    from cli.bench_retrieval import add_arguments
+
+    add_arguments(bench)
+
     submit = sub.add_parser(
         "submit", help="enqueue a document on the worker fleet",
         epilog="exit status: 0 submitted (with --wait: finished); 1 failed or timed out; 2 bad input, "
                "config or settings; 3 broker/store unreachable; 4 Redis full.",
     )
-    submit.add_argument("input", metavar="INPUT.json", help=INPUT_HELP)
+    submit.add_argument("input", metavar="INPUT", help=INPUT_HELP)
+    submit.add_argument("--document-id", metavar="ID",
+                        help=DOCUMENT_ID_HELP.format(stdin="; stdin: the input must carry one, or give this"))
     submit.add_argument("--wait", action="store_true", help="wait for the result and print it")
     submit.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
                         help="with --wait: give up after this many seconds, exit 1 (default: 300)")
@@ -186,7 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
                "3 broker/store unreachable.",
     )
     result.add_argument("document_id", metavar="DOCUMENT_ID",
-                        help="the document id submit printed (from the input, else its file name)")
+                        help="the document id submit printed (--document-id, else the input's, else its file "
+                             "name)")
     return parser
 
 
@@ -244,6 +302,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from cli.evaluate_retrieval import run_evaluate_retrieval
 
         return run_evaluate_retrieval(args)
+    if args.command == "bench-retrieval":
+        from cli.bench_retrieval import run_bench_retrieval
+
+        return run_bench_retrieval(args)
     if args.command == "submit":
         from cli.submit import run_submit
 

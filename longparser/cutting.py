@@ -23,7 +23,11 @@ from longparser.tokens import TokenCounter, count
 _LINES = re.compile(r"[^\S\n]*(\n\s*)(?=\S)")
 _SENTENCES = re.compile(r"[.!?…][\"'”’)\]]*(\s+)(?=\S)")  # after . ! ? … and closing quotes
 _WORDS = re.compile(r"(\s+)(?=\S)")
+# Code is cut at line ends only, the next line's indentation kept with it (a line longer than
+# the whole budget is still cut at spaces: a strict maximum wins over a line).
+_CODE_LINES = re.compile(r"[^\S\n]*(\n+)(?=[^\n])")
 LEVELS = (_LINES, _SENTENCES, _WORDS)
+CODE_LEVELS = (_CODE_LINES, _WORDS)
 FIRST_WINDOW = 256  # characters
 
 Cut = tuple[int, int]  # (where the piece before ends, where the piece after starts)
@@ -75,7 +79,9 @@ def _inside_word(text: str, start: int, end: int, fits: Fits, counter: TokenCoun
     return start + counter.fitting_prefix(word, low) if low else start
 
 
-def _next_piece(text: str, start: int, end: int, fits: Fits, counter: TokenCounter) -> Cut | None:
+def _next_piece(
+    text: str, start: int, end: int, fits: Fits, counter: TokenCounter, levels: tuple[re.Pattern[str], ...]
+) -> Cut | None:
     """Where the piece starting at ``start`` ends and the next one starts; None if nothing fits."""
     window = FIRST_WINDOW
     while True:
@@ -88,7 +94,7 @@ def _next_piece(text: str, start: int, end: int, fits: Fits, counter: TokenCount
         if stop < end and fits(text[start:stop]):
             window *= 2
             continue
-        for level in LEVELS:
+        for level in levels:
             cut = _last_fitting(_cuts(level, text, start, stop), text, start, fits)
             if cut is not None:
                 return cut
@@ -97,13 +103,15 @@ def _next_piece(text: str, start: int, end: int, fits: Fits, counter: TokenCount
         return (cut_at, cut_at) if cut_at > start else None
 
 
-def split_spans(text: str, fits: Fits, counter: TokenCounter) -> list[tuple[int, int]] | None:
-    """Spans of ``text`` that each fit, cut at the coarsest level that works; None if not even
-    one character fits (and ``[]`` for a blank text)."""
+def split_spans(
+    text: str, fits: Fits, counter: TokenCounter, levels: tuple[re.Pattern[str], ...] = LEVELS
+) -> list[tuple[int, int]] | None:
+    """Spans of ``text`` that each fit, cut at the coarsest of ``levels`` that works (code:
+    :data:`CODE_LEVELS`); None if not even one character fits (and ``[]`` for a blank text)."""
     start, end = text_bounds(text)
     spans: list[tuple[int, int]] = []
     while start < end:
-        cut = _next_piece(text, start, end, fits, counter)
+        cut = _next_piece(text, start, end, fits, counter, levels)
         if cut is None:
             return None
         spans.append((start, cut[0]))

@@ -13,8 +13,10 @@ boundary, then pack the pieces again.
   repeated. Headings never end a piece that content follows: they move on with that content.
 * A part too long for any piece (an oversized paragraph, list item, row batch or schema) is cut
   at line breaks, then sentence ends, then word boundaries, and a single over-long word by the
-  counter's own prefix search (a tokenizer's offsets). Every piece keeps its block's id and
-  page; the chunk's metadata ``block_parts`` says which part of which block it holds.
+  counter's own prefix search (a tokenizer's offsets). A code block is cut at line ends only
+  (each line keeps its indentation); only a single line longer than a piece is cut further.
+  Every piece keeps its block's id and page; the chunk's metadata ``block_parts`` says which
+  part of which block it holds.
 * Repeated context may take at most :data:`CONTEXT_SHARE` of the budget: a longer breadcrumb
   loses its outermost titles first (the last one left is cut to fit), a longer lead-in or
   header line is cut. Context is shortened, never content.
@@ -30,7 +32,7 @@ from typing import Any
 from longparser.budget import Budget
 from longparser.build import LINE_SEPARATOR, Draft, Part, part
 from longparser.context import BREADCRUMB_SEPARATOR, breadcrumb
-from longparser.cutting import fitting_tail, split_spans
+from longparser.cutting import CODE_LEVELS, LEVELS, fitting_tail, split_spans
 from longparser.errors import RequestRefused
 
 # --- context: breadcrumbs, lead-ins, header lines --------------------------------------------
@@ -127,7 +129,7 @@ def _text_pieces(piece: Part, draft: Draft, budget: Budget) -> list[Part] | None
     def fits(candidate: str) -> bool:
         return budget.fits(_with(draft, [part(piece.rec, candidate, budget.measure(candidate), sep)]))
 
-    spans = split_spans(text, fits, budget.counter)
+    spans = split_spans(text, fits, budget.counter, CODE_LEVELS if piece.rec.kind == "code" else LEVELS)
     if spans is None:
         return None
     # a later cut is written after the text that separated it (whitespace, or nothing inside a word)

@@ -3,8 +3,11 @@
 ``chunk_blocks`` takes Block models or plain dicts in LongParser's dump shape. Either way the
 stages read a block as the dict of its fields: a model's own field dict, or a plain dict
 validated into that shape by the validator derived from :class:`~schemas.Block` (same types,
-constraints, aliases and defaults; a dict it rejects is validated again by Block, so the
-caller sees Block's own error). Blocks are read one at a time as prepare asks for them:
+constraints, aliases and defaults). A block that does not validate, a block id seen before in
+the document, or a whole input passed where blocks are expected (a LongParser dump, a
+ChunkRequest, a DoclingDocument) raise :class:`~schemas.InputError` with the one-line message
+the command line prints (``block 3 (id 'b-3'): table.cells[0].row_index: Field required``).
+Blocks are read one at a time as prepare asks for them:
 nothing is held for the whole document beyond what the stages keep, so memory stays flat on
 large inputs. :attr:`BlockIntake.seconds` is the time spent validating.
 """
@@ -17,32 +20,49 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from schemas import Block
-from schemas.blocks import validate_block_fields
+from schemas import Block, InputError
+from schemas.blocks import BlockIds, validate_block_fields
+from schemas.inputs import describe_block_error, not_a_block_sequence
 
 
 class BlockIntake:
     """The caller's blocks as field dicts, plain dicts validated on the way (see module doc)."""
 
-    __slots__ = ("blocks", "count", "seconds")
+    __slots__ = ("block_ids", "blocks", "count", "seconds")
 
     def __init__(self, blocks: Iterable[Block | dict[str, Any]]) -> None:
+        problem = not_a_block_sequence(blocks)
+        if problem:
+            raise InputError(problem)
         self.blocks = blocks
+        self.block_ids = BlockIds()
         self.count = 0
         self.seconds = 0.0
 
+    def _validated(self, block: Any, index: int) -> dict[str, Any]:
+        try:
+            return validate_block_fields(block)
+        except ValidationError:
+            pass
+        try:
+            Block.model_validate(block)  # Block's own error: its messages and locations
+        except ValidationError as exc:
+            raise InputError(describe_block_error(exc, index, block)) from None
+        raise AssertionError("a block the field validator refused passed Block's validation")
+
     def __iter__(self) -> Iterator[dict[str, Any]]:
         clock = time.perf_counter
-        for block in self.blocks:
+        add_id = self.block_ids.add
+        for index, block in enumerate(self.blocks):
             self.count += 1
             if isinstance(block, Block):
-                yield block.__dict__
-                continue
-            start = clock()
+                fields = block.__dict__
+            else:
+                start = clock()
+                fields = self._validated(block, index)
+                self.seconds += clock() - start
             try:
-                fields = validate_block_fields(block)
-            except ValidationError:
-                Block.model_validate(block)  # raises Block's own error
-                raise
-            self.seconds += clock() - start
+                add_id(fields["block_id"], index)
+            except ValueError as exc:
+                raise InputError(str(exc)) from None
             yield fields

@@ -32,6 +32,7 @@ from longparser.budget import Budget
 from longparser.build import Draft, to_chunk
 from longparser.context import embed_text
 from longparser.fit import block_parts, fit_all
+from longparser.hierarchy import DerivedPaths, context_warnings
 from longparser.ids import chunk_id
 from longparser.intake import BlockIntake
 from longparser.lists import list_drafts
@@ -46,7 +47,16 @@ from longparser.sections import ListSeg, ProseSeg, Section, group_sections
 from longparser.semantic import section_boundaries
 from longparser.table_chunks import table_drafts
 from longparser.tokens import TokenCounter
-from schemas import Block, Chunk, ChunkingConfig, ChunkRequest, ChunkResult, ChunkStats, SemanticStats
+from schemas import (
+    Block,
+    Chunk,
+    ChunkingConfig,
+    ChunkRequest,
+    ChunkResult,
+    ChunkStats,
+    SemanticStats,
+    parse_config,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +68,7 @@ def _as_config(config: ChunkingConfig | dict[str, Any] | None) -> ChunkingConfig
         return ChunkingConfig()
     if isinstance(config, ChunkingConfig):
         return config
-    return ChunkingConfig.model_validate(config)
+    return parse_config(config)  # InputError: one line, with a suggestion for a typo
 
 
 def _semantic(
@@ -160,7 +170,10 @@ def chunk_blocks(
         The chunks in reading order plus stats.
 
     Raises:
-        pydantic.ValidationError: a block or the config is invalid.
+        schemas.InputError: (a ValueError) a block or the config is invalid, two blocks share an
+            id, or ``blocks`` is a whole input (``schemas.parse_input`` turns any input shape
+            into a request); the message is one line naming the block and field, and suggests
+            the field a config typo meant.
         RequestRefused: the config asks for a resource ``resources`` lacks (the model's counter,
             a tokenizer), or for chunks larger than the tokenizer's window (strict mode).
     """
@@ -170,7 +183,9 @@ def chunk_blocks(
     budget = Budget(cfg.chunk_budget, counter, strict=cfg.strict_max_tokens,
                     with_breadcrumb=cfg.heading_context)
     intake = BlockIntake(blocks)
-    records, excluded, retagged = prepare(intake, cfg, counter)
+    watched = DerivedPaths(intake)  # section paths from heading levels when the input has none
+    records, excluded, retagged = prepare(watched, cfg, counter)
+    section_paths = watched.apply(records)
     t2 = time.perf_counter()
     sections = group_sections(records)
     t3 = time.perf_counter()
@@ -197,6 +212,8 @@ def chunk_blocks(
         semantic=semantic,
         resources=res.availability(),
         timings_ms=timings,
+        section_paths=section_paths,
+        warnings=context_warnings(cfg, chunks),
         config=expanded(requested.fit, cfg),
     )
     return ChunkResult(document_id=document_id, chunks=chunks, stats=stats)

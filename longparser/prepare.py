@@ -59,7 +59,7 @@ class Rec:
         block_id: str,
         kind: str,
         text: str,
-        page: int,
+        page: int | None,
         path: tuple[str, ...],
         confidence: float,
         grid: Grid | None,

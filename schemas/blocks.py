@@ -79,7 +79,8 @@ class Provenance(TypedDict, total=False):
     __pydantic_config__ = _PART  # type: ignore[misc]
 
     source_file: Annotated[str | None, Field(default=None)]
-    page_number: Annotated[PageNumber, Field(default=1)]
+    # null: the source has no pages (Markdown, plain text); such blocks give a chunk no page
+    page_number: Annotated[PageNumber | None, Field(default=1)]
     bbox: Annotated[BBox | None, Field(default=None)]
     extractor: Annotated[str | None, Field(default=None)]
 
@@ -146,7 +147,42 @@ class Table(TypedDict, total=False):
     cells: Annotated[list[TableCell], Field(default_factory=list)]
 
 
-CheckedTable = Annotated[Table, AfterValidator(_not_absurdly_sparse)]
+def _one_cell_per_position(table: Table) -> Table:
+    """Refuse two cells that start at the same row and column: one text would hide the other."""
+    cells = table["cells"]
+    if len(set(zip(map(itemgetter("row_index"), cells), map(itemgetter("col_index"), cells), strict=True))
+           ) == len(cells):
+        return table
+    first: dict[tuple[int, int], int] = {}
+    for index, cell in enumerate(cells):
+        position = (cell["row_index"], cell["col_index"])
+        earlier = first.setdefault(position, index)
+        if earlier != index:
+            raise ValueError(
+                f"cells[{earlier}] and cells[{index}] are both at row {position[0]}, column {position[1]}: "
+                "a table holds one cell per position (join their texts into one cell, or fix the indices)"
+            )
+    return table  # pragma: no cover - a repeated position is always found above
+
+
+CheckedTable = Annotated[Table, AfterValidator(_not_absurdly_sparse), AfterValidator(_one_cell_per_position)]
+
+
+class BlockIds:
+    """The block ids of one document seen so far: ids are unique within a document (chunk ids,
+    ``block_ids`` and overlap all name blocks by id). One rule for requests and the engine."""
+
+    __slots__ = ("_first",)
+
+    def __init__(self) -> None:
+        self._first: dict[str, int] = {}
+
+    def add(self, block_id: str, position: int) -> None:
+        """Remember the block at ``position``; ValueError when an earlier block has its id."""
+        earlier = self._first.setdefault(block_id, position)
+        if earlier != position:
+            raise ValueError(f"blocks {earlier} and {position} have the same block_id {block_id!r}: "
+                             "block ids must be unique within a document")
 
 
 def _default_provenance() -> Provenance:

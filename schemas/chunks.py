@@ -66,6 +66,10 @@ class ChunkStats(BaseModel):
     semantic: SemanticStats = Field(default_factory=SemanticStats)
     resources: dict[str, bool] = Field(default_factory=dict)
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    # where the chunks' section paths come from: the blocks' own hierarchy_path ("input"), the
+    # headings' levels when no block has a path ("derived"), or nowhere ("none")
+    section_paths: Literal["input", "derived", "none"] = "input"
+    warnings: list[str] = Field(default_factory=list)
     # With the ``fit`` preset: the config it expanded to (``fit`` and every field); absent otherwise.
     config: dict[str, Any] | None = None
 

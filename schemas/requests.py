@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from schemas.blocks import Block
+from schemas.blocks import Block, BlockIds
 from schemas.config import ChunkingConfig
 
 SCHEMA_VERSION = "1.0"
 
-# Document ids become parts of Redis keys and file names: keep them to a safe alphabet.
-DOCUMENT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$"
+# Document ids become parts of Redis keys and file names: keep them to a safe alphabet. The
+# first character is never "-" (an option on a command line) or "." (a hidden file name).
+DOCUMENT_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9._:@-]{0,199}$"
 
 
 class ChunkRequest(BaseModel):
@@ -24,3 +25,11 @@ class ChunkRequest(BaseModel):
     document_id: str = Field(pattern=DOCUMENT_ID_PATTERN)
     blocks: list[Block] = Field(default_factory=list)
     config: ChunkingConfig = Field(default_factory=ChunkingConfig)
+
+    @field_validator("blocks")
+    @classmethod
+    def _unique_block_ids(cls, blocks: list[Block]) -> list[Block]:
+        seen = BlockIds()
+        for position, block in enumerate(blocks):
+            seen.add(block.block_id, position)
+        return blocks

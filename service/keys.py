@@ -50,11 +50,6 @@ def job_key(prefix: str, document_id: str) -> str:
     return _key(prefix, JOB_KIND, document_id)
 
 
-def prefix_pattern(prefix: str) -> str:
-    """``SCAN MATCH`` pattern for every key of one prefix (tests delete only these)."""
-    return f"{prefix}:*"
-
-
 def kombu_queue_keys(celery_key_prefix: str, queue: str) -> tuple[str, ...]:
     """Keys kombu's Redis transport creates for one queue (the demo deletes its private queue's).
 

@@ -29,17 +29,12 @@ def compact_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def success_record(document_id: str, task_id: str | None, result: dict) -> dict:
-    """The record of a successful run; ``result`` is ``ChunkResult.model_dump(mode="json")``."""
-    return {"record_version": RECORD_VERSION, "status": "SUCCESS", "document_id": document_id,
-            "task_id": task_id, "result": result, "error": None}
-
-
 def success_record_json(document_id: str, task_id: str | None, result_json: str) -> str:
-    """:func:`success_record` already encoded, around ``result_json`` (``ChunkResult.model_dump_json()``).
+    """The record of a successful run, encoded, around ``result_json`` (``ChunkResult.model_dump_json()``):
+    ``{"record_version", "status": "SUCCESS", "document_id", "task_id", "result", "error": null}``.
 
     The result is encoded once, by pydantic's serializer, instead of dumped to Python objects and
-    encoded again; the record's bytes are the same JSON as ``compact_json(success_record(...))``.
+    encoded again (:func:`compact_json` of the same record gives the same JSON).
     """
     head = compact_json({"record_version": RECORD_VERSION, "status": "SUCCESS", "document_id": document_id,
                          "task_id": task_id})

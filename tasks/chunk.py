@@ -31,7 +31,6 @@ from typing import Any
 
 from celery.exceptions import Reject
 from celery.worker.request import Request
-from celery.worker.state import task_ready
 
 from config.settings import Settings
 from longparser import chunk_request
@@ -43,6 +42,7 @@ from service.retry import call_with_retry, is_transient
 from service.store import failure_record, success_record_json
 from tasks.errors import ChunkingFailed, ChunkTaskError, RequestRefused, SemanticUnavailable, StoreUnavailable
 from tasks.payload import check_size, validate_payload
+from worker import celery_compat
 from worker.celery_app import app
 from worker.context import WorkerContext
 
@@ -112,7 +112,6 @@ def _store_failure(context: WorkerContext, document_id: str | None, task_id: str
         return  # no trustworthy id: the Celery FAILURE state is the only record
     record = failure_record(document_id, task_id, type(error).__name__, str(error))
     _write(context, f"storing the failure of {document_id}", lambda: context.store.save_record(record))
-    context.counters.stored += 1
 
 
 def _prepare(payload: Any, settings: Settings, report: Report) -> ChunkRequest:
@@ -172,7 +171,6 @@ def run_chunk_job(
     record = success_record_json(request.document_id, task_id, result.model_dump_json())
     key = _write(context, f"storing {request.document_id}",
                  lambda: context.store.save_encoded(request.document_id, record))
-    context.counters.stored += 1
     duration_ms = round((time.perf_counter() - started) * 1000, 1)
     logger.info("chunked document %s: %d blocks -> %d chunks in %.1f ms (task %s)",
                 request.document_id, blocks, chunks, duration_ms, task_id)
@@ -210,7 +208,7 @@ class TimeLimitAwareRequest(Request):
         except Exception as exc:
             logger.error("task %s: hard time limit, and its FAILURE record could not be stored (%s); "
                          "requeued instead of acknowledged", self.id, exc)
-            task_ready(self)
+            celery_compat.release_request(self)
             self.reject(requeue=True)
             return
         super().on_timeout(soft, timeout)

@@ -20,6 +20,12 @@ this client imports neither the loaders nor docling-core::
 
 The document id is the DoclingDocument's ``name`` (sanitised to the id pattern).
 
+Markdown and plain text (a ``str``) are converted the same way, by a converter passed in; a
+string carries no id, so ``document_id`` names it::
+
+    from loaders.markdown import blocks_from_markdown    # or blocks_from_text
+    handle = producer.submit(markdown, text_converter=blocks_from_markdown, document_id="notes")
+
 Outages: every Redis call (the publish, the job entry, reads) is retried with backoff for up to
 ``LONGPARSER_SUBMIT_RETRY_WINDOW`` seconds, then :class:`~tasks.errors.BrokerUnavailable`
 (naming the URL, password masked) is raised. A Redis that refuses writes because it is full
@@ -43,7 +49,7 @@ from celery import Celery
 
 from config.settings import Settings, get_settings
 from schemas import ChunkRequest, ChunkResult, InputError
-from schemas.inputs import DoclingConverter, parse_input
+from schemas.inputs import DoclingConverter, TextConverter, parse_config, parse_input
 from service.celeryconfig import celery_config
 from service.keys import TASK_NAME, is_valid_document_id, result_key
 from service.redis_client import is_out_of_memory, masked
@@ -82,13 +88,20 @@ def producer_celery(settings: Settings) -> Celery:
 
 
 def _as_request(request: Any, semantic: bool | None, config: Mapping[str, Any] | None,
-                docling: DoclingConverter | None) -> ChunkRequest:
-    if isinstance(request, ChunkRequest):
-        request = request.model_dump(mode="json")
+                docling: DoclingConverter | None, text_converter: TextConverter | None = None,
+                document_id: str | None = None) -> ChunkRequest:
+    """The request validated once: a ChunkRequest is taken as it is (only a config override is
+    validated, never its blocks again); anything else goes through :func:`parse_input`."""
     overrides = dict(config or {})
     if semantic is not None:
         overrides["use_semantic_chunking"] = semantic
-    return parse_input(request, config_overrides=overrides, docling=docling)
+    if not isinstance(request, ChunkRequest):
+        return parse_input(request, config_overrides=overrides, docling=docling,
+                           text_converter=text_converter, default_document_id=document_id)
+    if not overrides:
+        return request
+    fields = {**request.config.model_dump(exclude_unset=True), **overrides}
+    return request.model_copy(update={"config": parse_config(fields)})
 
 
 def _identify(job: str | JobHandle) -> tuple[str, JobHandle | None]:
@@ -152,17 +165,24 @@ class Producer:
             raise
 
     def submit(self, request: ChunkRequest | dict[str, Any] | Any, *, semantic: bool | None = None,
-               config: Mapping[str, Any] | None = None, docling: DoclingConverter | None = None) -> JobHandle:
+               config: Mapping[str, Any] | None = None, docling: DoclingConverter | None = None,
+               text_converter: TextConverter | None = None, document_id: str | None = None) -> JobHandle:
         """Validate, size-check and enqueue one document.
 
         Args:
-            request: a ChunkRequest, a dict in any shape ``longparser chunk`` accepts carrying
-                a document id, or a DoclingDocument (its JSON dict or the model; needs ``docling``).
+            request: a ChunkRequest (already validated: used as it is), a dict in any shape
+                ``longparser chunk`` accepts carrying a document id, a DoclingDocument (its JSON
+                dict or the model; needs ``docling``), or a Markdown or plain-text document (a
+                ``str``; needs ``text_converter`` and ``document_id``).
             semantic: None -> the request's ``config.use_semantic_chunking`` decides; True/False
                 overrides that flag (and so the queue).
             config: ChunkingConfig fields that win over the request's own (a DoclingDocument
                 carries none).
             docling: the DoclingDocument converter, ``loaders.docling.blocks_from_docling``.
+            text_converter: the converter of a string, ``loaders.markdown.blocks_from_markdown``
+                or ``loaders.markdown.blocks_from_text``.
+            document_id: the id of a document that carries none (a string, a block list, a
+                DoclingDocument without a name of its own).
 
         Raises:
             schemas.InputError: the request is invalid (message names block and field), a
@@ -173,7 +193,7 @@ class Producer:
             tasks.errors.BrokerUnavailable: Redis unreachable for the whole submit window.
             tasks.errors.StoreFull: Redis refused the write (full).
         """
-        validated = _as_request(request, semantic, config, docling)
+        validated = _as_request(request, semantic, config, docling, text_converter, document_id)
         refuse_tokenizer_paths(validated)
         # Encoded once by pydantic's serializer: its length is the size check, its decoding the
         # message's argument (cheaper than model_dump + json.dumps for the check).
@@ -290,10 +310,12 @@ def _run(settings: Settings | None, producer: Producer | None, use: Callable[[Pr
 
 def submit(request: ChunkRequest | dict[str, Any] | Any, *, semantic: bool | None = None,
            config: Mapping[str, Any] | None = None, docling: DoclingConverter | None = None,
+           text_converter: TextConverter | None = None, document_id: str | None = None,
            settings: Settings | None = None, producer: Producer | None = None) -> JobHandle:
     """:meth:`Producer.submit` with ``producer`` (default: one built for this call)."""
     return _run(settings, producer,
-                lambda p: p.submit(request, semantic=semantic, config=config, docling=docling))
+                lambda p: p.submit(request, semantic=semantic, config=config, docling=docling,
+                                   text_converter=text_converter, document_id=document_id))
 
 
 def status(job: str | JobHandle, *, settings: Settings | None = None,

@@ -3,8 +3,9 @@
 * Every test runs with network sockets refused (pytest-socket). Integration tests under
   ``tests/integration/`` and the fault suite under ``tests/faults/`` may reach loopback only
   (the test Redis, worker processes, Flower, the suite's own redis-server processes).
-* Tests marked ``real_embeddings`` are *deselected* unless ``--run-real-embeddings`` is given;
-  with it, a missing prerequisite fails the test (the fixtures raise, they do not skip).
+* Tests marked ``real_embeddings`` are *deselected* unless ``--run-real-embeddings`` is given,
+  and tests marked ``framework_adapters`` unless ``--run-adapters`` is; with the flag, a
+  missing prerequisite fails the test (the fixtures raise, they do not skip).
 """
 
 from __future__ import annotations
@@ -28,6 +29,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "prerequisites fail the run",
     )
     parser.addoption(
+        "--run-adapters",
+        action="store_true",
+        default=False,
+        help="run the framework adapters' suite against the real LangChain and LlamaIndex "
+        "packages (the [langchain] and [llamaindex] extras); a missing package fails the run",
+    )
+    parser.addoption(
         "--real-device",
         default="cpu",
         help="torch device the real-model suite loads the model on (default cpu, the production "
@@ -44,12 +52,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+# Opt-in marker -> the flag that selects it.
+OPT_IN = {"real_embeddings": "--run-real-embeddings", "framework_adapters": "--run-adapters"}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--run-real-embeddings"):
+    left_out = {marker for marker, flag in OPT_IN.items() if not config.getoption(flag)}
+    if not left_out:
         return
     selected, deselected = [], []
     for item in items:
-        (deselected if item.get_closest_marker("real_embeddings") else selected).append(item)
+        opted_out = any(item.get_closest_marker(marker) for marker in left_out)
+        (deselected if opted_out else selected).append(item)
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = selected
@@ -75,3 +89,10 @@ def pytest_report_header(config: pytest.Config) -> str:
     from tests.integration.conftest import describe_redis_choice
 
     return describe_redis_choice()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The same line at the end of the run, where a reader of the output looks last."""
+    from tests.integration.conftest import describe_redis_choice
+
+    terminalreporter.write_line(describe_redis_choice())

@@ -1,8 +1,8 @@
 """The LongParser Celery worker: ``celery -A worker worker`` finds :data:`app` here.
 
-``app`` is resolved lazily (PEP 562 module ``__getattr__``) so that the light modules of this
-package - :mod:`service.keys` (every Redis key format) and :mod:`service.store` (the result
-store) - can be imported by producers and tests without building the Celery app.
+``app`` is resolved lazily (PEP 562 module ``__getattr__``): importing a module of this package
+(:mod:`worker.celery_compat`, :mod:`worker.transport`, :mod:`worker.context`, ...) does not build
+the Celery app, which reads the process's settings and connects the worker signals.
 """
 
 from __future__ import annotations

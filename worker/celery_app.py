@@ -2,19 +2,24 @@
 
 Tasks are listed by module name in ``include`` and imported when a worker boots (or when a
 caller imports :mod:`tasks.chunk`), so building the app stays light: no engine, no torch.
-Building the app connects the worker signals that give each process its
-:class:`~worker.context.WorkerContext`, and adds the consumer step that requeues what the worker
-held when its broker connection dropped (:mod:`worker.restore`, :mod:`worker.transport`).
+Building the app connects its worker signals (the start-up checks, and each process's
+:class:`~worker.context.WorkerContext`), adds the worker step that waits for the pool processes to
+build it before consuming (:mod:`worker.readiness`) and, on a Redis broker, the consumer step that
+requeues what the worker held when its broker connection dropped (:mod:`worker.restore`,
+:mod:`worker.transport`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from celery import Celery
 
 from config.settings import Settings, SettingsError, get_settings
 from service.celeryconfig import celery_config
-from worker import serialization, signals
+from worker import signals
 from worker.context import WorkerContext
+from worker.readiness import PoolReadiness, WaitForPoolProcesses
 from worker.restore import RestoreHeldMessages
 from worker.transport import transport_for
 
@@ -22,20 +27,24 @@ TASK_MODULES = ["tasks.chunk"]
 
 
 class LongParserCelery(Celery):
-    """A Celery app that carries its process's :class:`WorkerContext` (None until built)."""
+    """A Celery app that carries its process's :class:`WorkerContext` (None until built), in a
+    worker the pool's :class:`PoolReadiness`, and the worker signal handlers connected for it
+    (:func:`worker.signals.connect`)."""
 
     context: WorkerContext | None = None
+    pool_readiness: PoolReadiness | None = None
+    signal_handlers: tuple[Callable[..., None], ...] = ()
 
 
 def create_app(settings: Settings, *, main: str = "longparser") -> LongParserCelery:
     """A Celery app configured from ``settings``, with the worker's signals and steps."""
-    serialization.install()
     celery_app = LongParserCelery(main, include=TASK_MODULES, set_as_current=True)
     celery_app.conf.update(celery_config(settings))
     transport = transport_for(settings.broker_url)
-    if transport is not None:
+    if transport is not None:  # the Redis transports that hold what they could not restore
         celery_app.conf.broker_transport = transport
-    celery_app.steps["consumer"].add(RestoreHeldMessages)
+        celery_app.steps["consumer"].add(RestoreHeldMessages)
+    celery_app.steps["worker"].add(WaitForPoolProcesses)
     signals.connect(celery_app, settings)
     return celery_app
 

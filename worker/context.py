@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from config.settings import Settings
-from loaders.resources import build_resources
+from loaders.resources import ResourceSpec, build_resources
 from longparser.resources import Resources
 from longparser.tokens import TokenCounter
 from service.retry import Waits
@@ -31,10 +31,9 @@ WARM_UP_TEXTS = ("LongParser warm-up sentence.", "A second, different sentence."
 
 @dataclass
 class Counters:
-    """What an operator wants counted per process: redelivered tasks and records stored."""
+    """What an operator wants counted per process: redelivered tasks (logged with each one)."""
 
     redelivered: int = 0
-    stored: int = 0
 
 
 @dataclass(frozen=True)
@@ -46,7 +45,7 @@ class WorkerContext:
         store: the document store (``LONGPARSER_RESULT_URL``).
         resources: what the engine may use; None in the parent, which runs no task.
         waits: how often this process waited for Redis (:func:`service.retry.call_with_retry`).
-        counters: redeliveries seen and records stored.
+        counters: redeliveries seen.
     """
 
     settings: Settings
@@ -65,29 +64,21 @@ def _cap_threads(threads: int) -> None:
 
 def build_process_resources(settings: Settings, tokenizers: Mapping[str, TokenCounter] | None = None
                             ) -> Resources:
-    """Load the resources ``settings`` ask for, and warm the encoder up.
+    """Load the resources ``settings`` ask for (:meth:`ResourceSpec.from_settings`), and warm the
+    encoder up.
 
-    Required (raise :class:`~loaders.errors.ResourceUnavailable` instead of turning the check
-    off): the encoder of a semantic worker, a word list or language ID the operator set
-    explicitly. A default that is absent (the system word list on a machine without one) logs
-    one line and is recorded as off in each result's stats. ``tokenizers``: the declared
-    tokenizers' counters, loaded once by the parent before it forks (worker.signals).
+    Required (a failure raises instead of turning the check off): the encoder of a semantic
+    worker, a word list or language ID the operator set explicitly, every declared tokenizer.
+    A default that is absent (the system word list on a machine without one) logs one line and
+    is recorded as off in each result's stats. ``tokenizers``: the declared tokenizers'
+    counters, loaded once by the parent before it forks (:mod:`worker.signals`); None: loaded
+    here.
     """
     started = time.perf_counter()
-    if settings.semantic_enabled:
-        _cap_threads(settings.torch_threads)
-    resources = build_resources(
-        word_list_path=settings.word_list_path,
-        language_id=settings.language_id,
-        semantic=settings.semantic_enabled,
-        model_path=settings.model_path,
-        threads=settings.torch_threads,
-        encoder_backend=settings.encoder_backend,
-        strict=True,
-        word_list_required=settings.word_list_path is not None and settings.explicitly_set("word_list_path"),
-        language_id_required=settings.language_id and settings.explicitly_set("language_id"),
-        counters=tokenizers,
-    )
+    spec = ResourceSpec.from_settings(settings)
+    if spec.encoder != "off":
+        _cap_threads(spec.threads)
+    resources = build_resources(spec, tokenizers)
     if resources.encoder is not None:
         # One warm-up encode: the first call pays for lazy initialisation, not the first task.
         resources.encoder.encode(list(WARM_UP_TEXTS))

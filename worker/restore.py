@@ -19,28 +19,20 @@ import logging
 from typing import Any
 
 from celery import bootsteps
-from celery.worker.state import active_requests
 
-from worker.transport import held_tags
+from worker import celery_compat as compat
 
 logger = logging.getLogger(__name__)
 
 
-def running_tags() -> set[Any]:
-    """Delivery tags of the tasks this worker's pool is running now."""
-    tags = set()
-    for request in list(active_requests):
-        message = getattr(request, "_message", None) or getattr(request, "message", None)
-        tag = getattr(message, "delivery_tag", None)
-        if tag is not None:
-            tags.add(tag)
-    return tags
-
-
 class RestoreHeldMessages(bootsteps.StartStopStep):
-    """Consumer step: on every (re)start, requeue what previous channels hold and nobody runs."""
+    """Consumer step: on every (re)start, requeue what previous channels hold and nobody runs.
 
-    requires = ("celery.worker.consumer.tasks:Tasks",)
+    Added to apps whose broker uses :mod:`worker.transport` (every channel's QoS is a
+    :class:`~worker.transport.HoldingQoS`).
+    """
+
+    requires = (compat.CONSUMER_TASKS_STEP,)
 
     def __init__(self, parent: Any, **kwargs: Any) -> None:
         super().__init__(parent, **kwargs)
@@ -54,23 +46,19 @@ class RestoreHeldMessages(bootsteps.StartStopStep):
             return
         current = channel.qos
         pending = [qos for qos in self.previous if qos is not current]
-        self.previous = [current, *self.restore(current, pending, running_tags())]
+        self.previous = [current, *self.restore(current, pending, compat.running_delivery_tags())]
 
     def restore(self, current: Any, pending: list[Any], running: set[Any]) -> list[Any]:
         """Requeue the held, not running messages of ``pending``; returns those still holding some."""
         left: list[Any] = []
         for qos in pending:
             qos.successor = current
-            tags = [tag for tag in held_tags(qos) if tag not in running]
+            tags = [tag for tag in compat.held_tags(qos) if tag not in running]
             restored = 0
             try:
                 for tag in tags:
-                    requeue_through = getattr(qos, "requeue_through", None)
-                    if requeue_through is not None:
-                        requeue_through(current, tag)  # from the unacked hash, or from memory
-                    else:
-                        current.restore_by_tag(tag)  # no-op when the message was acknowledged since
-                    qos._delivered.pop(tag, None)
+                    qos.requeue_through(current, tag)  # from the unacked hash, or from memory
+                    compat.forget_delivery(qos, tag)
                     restored += 1
             except Exception as exc:  # the connection dropped again: the next start retries
                 logger.warning("could not yet put back %d held message(s): %s", len(tags) - restored, exc)
@@ -79,6 +67,6 @@ class RestoreHeldMessages(bootsteps.StartStopStep):
                 logger.warning("connection restored: %d message(s) this worker held put back in their queue "
                                "(redeliveries after reconnects in this worker: %d)", restored,
                                self.restored_total)
-            if held_tags(qos):
+            if compat.held_tags(qos):
                 left.append(qos)
         return left

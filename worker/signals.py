@@ -1,11 +1,20 @@
 """Worker signal handlers: start-up checks and context in the parent, context in each child.
 
 Celery swallows (logs) exceptions raised by signal receivers, so "refuse to start" is explicit:
-the parent checks, before forking, that the Redis it will trust does not evict and that the
-resources the operator asked for can be loaded (a semantic worker's model, its digest and the
-package its encoder backend runs on, a word list or language ID set explicitly), and exits with
-ONE line saying what to change. A child whose resources still fail to build logs the reason,
-asks the parent to shut down and exits, instead of serving tasks without them.
+the parent checks, before forking, that Celery, kombu and redis-py are the tested releases with
+the internals the transport relies on (:mod:`worker.celery_compat`), that the Redis it will
+trust does not evict and that the resources the operator asked for can be loaded (a semantic
+worker's model, its digest and the package its encoder backend runs on, a word list or language
+ID set explicitly), and exits with ONE line saying what to change. It then loads the declared
+tokenizers (``LONGPARSER_TOKENIZERS``) once, before forking, so every child inherits them (one
+that fails stops the worker the same way). A child whose resources still
+fail to build logs the reason, asks the parent to shut down and exits, instead of serving tasks
+without them; a child that built them says so to the parent, which starts consuming (and says
+``ready``) only then (:mod:`worker.readiness`).
+
+Handlers are connected per app (:func:`connect`, called by ``create_app``): each closes over
+its app's settings and acts only for a worker of its own app, so a process that builds several
+apps (tests, tools) never runs one app's start-up with another's settings.
 """
 
 from __future__ import annotations
@@ -13,10 +22,8 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import warnings
 from typing import Any
 
-from celery.exceptions import CPendingDeprecationWarning
 from celery.signals import after_setup_logger, worker_init, worker_process_init, worker_ready
 
 from config.logging import set_levels
@@ -24,11 +31,12 @@ from config.settings import Settings
 from loaders.encoder_backends import missing_runtime
 from loaders.errors import ResourceUnavailable
 from loaders.pinned_model import PINNED_SHA256, EncoderUnavailable, checked_model_dir
-from loaders.resources import build_resources
-from loaders.tokenizers import load_declared
+from loaders.resources import ResourceSpec, build_resources, load_tokenizers
 from longparser.tokens import TokenCounter
 from service.redis_client import TRANSIENT_ERRORS, masked, redis_client
+from worker import celery_compat
 from worker.context import child_context, parent_context
+from worker.readiness import PoolReadiness
 from worker.redis_checks import UnsafeRedis, inspect_redis
 
 logger = logging.getLogger(__name__)
@@ -47,18 +55,15 @@ def preflight_semantic(model_path: str | None, backend: str = "torch") -> None:
     checked_model_dir(model_path, PINNED_SHA256)
 
 
-def preflight_quality(settings: Settings) -> None:
-    """Load the quality resources the operator set explicitly (raises ResourceUnavailable).
+def preflight_quality(spec: ResourceSpec) -> None:
+    """Load the quality resources ``spec`` requires (raises ResourceUnavailable).
 
     A word list or language ID that is only on by default is not checked here: its absence is
     one log line per process and an "off" in each result's stats.
     """
-    word_list = settings.word_list_path is not None and settings.explicitly_set("word_list_path")
-    language_id = settings.language_id and settings.explicitly_set("language_id")
-    if word_list or language_id:
-        build_resources(word_list_path=settings.word_list_path if word_list else None,
-                        language_id=language_id, semantic=False, strict=True,
-                        word_list_required=word_list, language_id_required=language_id)
+    required = spec.required_quality()
+    if "required" in (required.word_list, required.language_id):
+        build_resources(required)
 
 
 def preflight_redis(settings: Settings) -> None:
@@ -76,24 +81,27 @@ def preflight_redis(settings: Settings) -> None:
 
 def check_worker_can_start(settings: Settings) -> None:
     """Every start-up refusal, as ``SystemExit`` with one line (the parent, before forking)."""
+    spec = ResourceSpec.from_settings(settings)
     try:
+        celery_compat.check_dependencies(settings.accept_untested_deps)
         preflight_redis(settings)
-        if settings.semantic_enabled:
-            preflight_semantic(settings.model_path, settings.encoder_backend)
-        preflight_quality(settings)
+        if spec.encoder == "required":
+            preflight_semantic(spec.model_path, spec.encoder_backend)
+        preflight_quality(spec)
     except EncoderUnavailable as exc:
         raise SystemExit(f"longparser worker: semantic mode enabled but the model is unavailable: {exc}"
                          ) from None
-    except (ResourceUnavailable, UnsafeRedis) as exc:
+    except (celery_compat.UntestedDependencies, ResourceUnavailable, UnsafeRedis) as exc:
         raise SystemExit(f"longparser worker: cannot start: {exc}") from None
 
 
 def preload_tokenizers(settings: Settings) -> dict[str, TokenCounter]:
     """The declared tokenizers (``LONGPARSER_TOKENIZERS``), loaded in the parent before it
-    forks its pool, so every child shares them; one that fails to load stops the worker with
-    one line (``SystemExit``)."""
+    forks its pool, so every child shares them (:func:`loaders.resources.load_tokenizers` of
+    the worker's :class:`ResourceSpec`); one that fails to load stops the worker with one line
+    (``SystemExit``)."""
     try:
-        return load_declared(settings.tokenizers)
+        return load_tokenizers(ResourceSpec.from_settings(settings))
     except ResourceUnavailable as exc:
         raise SystemExit(f"longparser worker: cannot start: {exc} (LONGPARSER_TOKENIZERS)") from None
 
@@ -107,33 +115,52 @@ def stop_worker_from_child(exc: BaseException) -> None:
 
 
 def connect(app: Any, settings: Settings) -> None:
-    """Connect this module's handlers for ``app`` (its context is set on it) and ``settings``."""
+    """Connect this module's handlers for ``app`` (its context is set on it) and ``settings``.
+
+    Celery's worker signals carry no app as sender (``worker_init``: the worker,
+    ``worker_ready``: its consumer, the others none), so each handler checks that the worker
+    belongs to ``app``: through the sender where it has one, else through the process's current
+    app (a pool child sets it to its worker's app before ``worker_process_init``). ``app`` holds
+    the handlers; they are connected weakly and go with it.
+    """
+
+    def ours(sender: Any = None) -> bool:
+        owner = getattr(sender, "app", None) if sender is not None else None
+        return (owner if owner is not None else celery_compat.current_app()) is app
 
     def set_log_levels(**_: Any) -> None:
-        set_levels(settings.log_level)
+        if ours():
+            set_levels(settings.log_level)
 
-    def quiet_connection_loss_notice(**_: Any) -> None:
-        # worker_cancel_long_running_tasks_on_connection_loss is set explicitly (False: running
-        # tasks finish and wait for Redis); Celery still prints a multi-line notice on every
-        # connection loss, burying the outage's own lines. Added once the worker is ready: Celery's
-        # logging set-up turns these warnings to "always".
-        warnings.filterwarnings("ignore", category=CPendingDeprecationWarning,
-                                message=r"\s*In Celery 5\.1 we introduced")
+    def quiet_connection_loss_notice(sender: Any = None, **_: Any) -> None:
+        if ours(sender):
+            celery_compat.quiet_connection_loss_notice()
 
-    tokenizers: dict[str, TokenCounter] = {}
+    # The declared tokenizers once the parent loaded them (None: a child loads its own).
+    preloaded: dict[str, TokenCounter] | None = None
 
-    def on_worker_init(**_: Any) -> None:
+    def on_worker_init(sender: Any = None, **_: Any) -> None:
+        nonlocal preloaded
+        if not ours(sender):
+            return
         check_worker_can_start(settings)
-        tokenizers.update(preload_tokenizers(settings))
+        preloaded = preload_tokenizers(settings)  # before the pool forks: every child inherits them
+        celery_compat.install_json_decoder()  # before the pool forks: every child inherits it
         app.context = parent_context(settings)
+        app.pool_readiness = PoolReadiness()  # before the pool forks: the children share it
 
     def on_process_init(**_: Any) -> None:
+        if not ours():
+            return
         try:
-            app.context = child_context(settings, tokenizers)
+            app.context = child_context(settings, preloaded)
         except Exception as exc:
             stop_worker_from_child(exc)
+        if app.pool_readiness is not None:
+            app.pool_readiness.child_ready()
 
-    after_setup_logger.connect(set_log_levels, weak=False)
-    worker_ready.connect(quiet_connection_loss_notice, weak=False)
-    worker_init.connect(on_worker_init, weak=False)
-    worker_process_init.connect(on_process_init, weak=False)
+    app.signal_handlers = (set_log_levels, quiet_connection_loss_notice, on_worker_init, on_process_init)
+    after_setup_logger.connect(set_log_levels)
+    worker_ready.connect(quiet_connection_loss_notice)
+    worker_init.connect(on_worker_init)
+    worker_process_init.connect(on_process_init)

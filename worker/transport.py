@@ -2,9 +2,9 @@
 
 kombu emulates acknowledgements on Redis: a delivered message waits in an ``unacked`` hash
 until its consumer acknowledges it; when a consumer's channel closes, kombu puts the messages it
-still holds back in their queue. Two things break when the channel closes *because Redis is
-gone* (both seen in the fault suite's Redis-restart scenario, each stopping the whole worker with
-"Unrecoverable error: AttributeError"):
+still holds back in their queue. Three things break when the channel closes *because Redis is
+gone* (all seen in the fault suite's Redis-restart scenario; the first two stopped the whole
+worker with "Unrecoverable error: AttributeError"):
 
 * the restore at close fails (a connection error, or an ``AttributeError`` once the transport
   is detached from its connection);
@@ -20,38 +20,23 @@ to put back on reconnect), keeps the raw message whose unacked entry could not b
 sends the acknowledgements and rejections of an old channel through the channel that replaced
 it (``successor``). An acknowledgement that still cannot be
 written is logged and the message stays held: it is delivered again (at-least-once), never lost.
-The worker app selects these classes (``broker_transport``); producers use kombu's own.
+The worker app selects these classes (``broker_transport``); producers use kombu's own. Every
+kombu internal this needs is reached through :mod:`worker.celery_compat`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
-from functools import cached_property
 from typing import Any
 
 import redis.exceptions
-from kombu.transport import redis as kombu_redis
-from kombu.transport import virtual
+
+from worker import celery_compat as compat
+from worker.celery_compat import RawMessage
 
 logger = logging.getLogger(__name__)
 
-
-def held_tags(qos: Any) -> list[Any]:
-    """Delivery tags a channel's QoS still holds (delivered, not acknowledged or rejected)."""
-    delivered = getattr(qos, "_delivered", None) or {}
-    dirty = getattr(qos, "_dirty", None) or set()
-    return [tag for tag in list(delivered) if tag not in dirty]
-
-
-def is_detached(qos: Any) -> bool:
-    """True when ``qos``'s channel has lost its transport or connection (closed after an error)."""
-    connection = getattr(qos.channel, "connection", None)
-    return connection is None or getattr(connection, "client", None) is None
-
-
-class HoldingQoS(kombu_redis.QoS):
+class HoldingQoS(compat.RedisQoS):
     """Redis ack emulation that keeps what it could not restore and acks through a successor."""
 
     #: the QoS of the channel that replaced this one after a reconnect (set by RestoreHeldMessages)
@@ -59,17 +44,16 @@ class HoldingQoS(kombu_redis.QoS):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        #: delivery tag -> (raw message, exchange, routing key) of messages with no unacked entry
-        self.unwritten: dict[Any, tuple[Any, str, str]] = {}
+        #: delivery tag -> raw message of the messages with no unacked entry
+        self.unwritten: dict[Any, RawMessage] = {}
 
     def append(self, message: Any, delivery_tag: Any) -> None:
         try:
             super().append(message, delivery_tag)
         except Exception as exc:
             # Off the queue, not in the unacked hash: keep it, so it can be put back.
-            delivery = message.delivery_info
-            self.unwritten[delivery_tag] = (message._raw, delivery["exchange"], delivery["routing_key"])
-            virtual.QoS.append(self, message, delivery_tag)
+            self.unwritten[delivery_tag] = compat.raw_message(message)
+            compat.record_in_memory(self, message, delivery_tag)
             logger.warning("message %s taken off its queue as the connection dropped (%s: %s): kept in "
                            "memory and put back when Redis answers unless its task runs first",
                            delivery_tag, type(exc).__name__, exc)
@@ -78,10 +62,10 @@ class HoldingQoS(kombu_redis.QoS):
         """Put one held message back in its queue: from the unacked hash, or from memory."""
         self.requeue_through(self, tag)
 
-    def live(self) -> Any:
+    def live(self) -> HoldingQoS:
         """This QoS, or the newest successor whose channel is still connected."""
-        qos: Any = self
-        while is_detached(qos) and getattr(qos, "successor", None) is not None:
+        qos = self
+        while compat.is_detached(qos) and qos.successor is not None:
             qos = qos.successor
         return qos
 
@@ -96,23 +80,24 @@ class HoldingQoS(kombu_redis.QoS):
 
     def restore_unacked(self, client: Any = None) -> None:
         try:
-            for tag in [tag for tag in held_tags(self) if tag in self.unwritten]:
+            for tag in [tag for tag in compat.held_tags(self) if tag in self.unwritten]:
                 self.requeue(tag)
-                self._delivered.pop(tag, None)
+                compat.forget_delivery(self, tag)
             super().restore_unacked(client)
         except Exception as exc:
             logger.warning("connection lost: %d message(s) this worker holds will be put back in their "
-                           "queue when it returns (%s: %s)", len(held_tags(self)), type(exc).__name__, exc)
+                           "queue when it returns (%s: %s)", len(compat.held_tags(self)), type(exc).__name__,
+                           exc)
 
     def ack(self, delivery_tag: Any) -> None:
         self.unwritten.pop(delivery_tag, None)
         try:
-            self.live()._remove_from_indices(delivery_tag).execute()
+            compat.remove_unacked_entry(self.live(), delivery_tag)
         except Exception as exc:
             logger.warning("could not acknowledge message %s (%s: %s): it stays held and is delivered "
                            "again once Redis answers", delivery_tag, type(exc).__name__, exc)
             return
-        virtual.QoS.ack(self, delivery_tag)
+        compat.forget_acknowledged(self, delivery_tag)
 
     def reject(self, delivery_tag: Any, requeue: bool = False) -> None:
         live = self.live()
@@ -120,59 +105,42 @@ class HoldingQoS(kombu_redis.QoS):
             if requeue and delivery_tag in self.unwritten:
                 self.requeue_through(live, delivery_tag)
             elif requeue:
-                live.restore_by_tag(delivery_tag, leftmost=True)
+                compat.restore_from_unacked(live, delivery_tag, leftmost=True)
             else:
-                live._remove_from_indices(delivery_tag).execute()
+                compat.remove_unacked_entry(live, delivery_tag)
         except Exception as exc:
             action = "requeue" if requeue else "reject"
             logger.warning("could not %s message %s (%s: %s): it stays held and is put back once Redis "
                            "answers", action, delivery_tag, type(exc).__name__, exc)
             return
-        virtual.QoS.ack(self, delivery_tag)
+        compat.forget_acknowledged(self, delivery_tag)
 
     def requeue_through(self, live: Any, tag: Any) -> None:
         """Requeue a message of this QoS with the connection of ``live`` (this QoS or a successor)."""
         raw = self.unwritten.pop(tag, None)
         if raw is None:
-            live.restore_by_tag(tag)
+            compat.restore_from_unacked(live, tag)  # a no-op when the message was acknowledged since
             return
         try:
-            with live.channel.conn_or_acquire() as client:
-                pipe = client.pipeline()
-                live.channel._do_restore_message(*raw, pipe)
-                pipe.execute()
+            compat.push_raw_message(live.channel, raw)
         except Exception:
             self.unwritten[tag] = raw
             raise
 
 
-class ReusedClient:
-    """kombu builds a new ``redis.Redis`` for every command outside a pipeline it is given (the
-    ack, the unacked entry, each task event): several per task in the worker parent, each with a
-    real cost. One client per channel, on the channel's own pool, does the same."""
-
-    @cached_property
-    def _reused_client(self) -> Any:
-        return self._create_client()  # type: ignore[attr-defined]
-
-    @contextmanager
-    def conn_or_acquire(self, client: Any = None) -> Iterator[Any]:
-        yield client if client else self._reused_client
-
-
-class Channel(ReusedClient, kombu_redis.Channel):
+class Channel(compat.ReusedClient, compat.RedisChannel):
     QoS = HoldingQoS
 
 
-class Transport(kombu_redis.Transport):
+class Transport(compat.RedisTransport):
     Channel = Channel
 
 
-class SentinelChannel(ReusedClient, kombu_redis.SentinelChannel):
+class SentinelChannel(compat.ReusedClient, compat.RedisSentinelChannel):
     QoS = HoldingQoS
 
 
-class SentinelTransport(kombu_redis.SentinelTransport):
+class SentinelTransport(compat.RedisSentinelTransport):
     Channel = SentinelChannel
 
 

@@ -1,11 +1,11 @@
 """Integration harness: a test Redis, real ``celery -A worker worker`` processes, an event log.
 
-Redis, in order of preference (the choice is printed in the pytest header):
+Redis (the choice is printed in the pytest header and again at the end of the run):
 
-1. the server at ``LONGPARSER_TEST_REDIS_URL`` (default ``redis://127.0.0.1:6379``) when it
-   answers, on the tests' own database (the URL's db, else 15);
+1. ``LONGPARSER_TEST_REDIS_URL`` set: that server, on the tests' own database (the URL's db,
+   else 15); it must answer (asked for by name, it is required);
 2. else ``redis-server`` from PATH, started on a free loopback port in a temp dir without
-   persistence;
+   persistence: by default the suite never touches a Redis it did not start;
 3. else the embedded default of ``make run`` (fakeredis's TCP server, in this process).
 
 Isolation: every key the suite writes (our store keys and Celery's queues, unacked sets and
@@ -44,7 +44,6 @@ from tests.processes import ManagedProcess, start_process
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CELERY = str(Path(sys.executable).with_name("celery"))
 TEST_REDIS_ENV = "LONGPARSER_TEST_REDIS_URL"
-DEFAULT_TEST_REDIS = "redis://127.0.0.1:6379"
 DEFAULT_TEST_DB = 15
 SESSION_PREFIX = f"lptest-{uuid.uuid4().hex[:10]}"
 WORKER_READY_TIMEOUT_S = 60.0
@@ -54,35 +53,41 @@ _STARTED: list[ManagedProcess] = []  # every process this session started, for f
 # --------------------------------------------------------------------------- Redis choice
 
 
-def _configured_url() -> str:
-    url = os.environ.get(TEST_REDIS_ENV, DEFAULT_TEST_REDIS).rstrip("/")
+def with_test_db(url: str) -> str:
+    """``url`` with the suite's own database when it names none: never db 0 by accident."""
+    url = url.rstrip("/")
     tail = url.rsplit("/", 1)[-1]
-    # A URL without a db path gets the suite's own db; never db 0 by accident.
     return url if "/" in url.split("//", 1)[-1] and tail.isdigit() else f"{url}/{DEFAULT_TEST_DB}"
 
 
 RedisKind = Literal["configured", "redis-server", "embedded"]
 
 
+def choose_redis(configured_url: str | None, redis_server: str | None) -> RedisKind:
+    """The server named by ``LONGPARSER_TEST_REDIS_URL``, else one the suite starts."""
+    if configured_url:
+        return "configured"
+    return "redis-server" if redis_server else "embedded"
+
+
 @functools.cache
 def redis_choice() -> RedisKind:
     """Which Redis the suite uses; decided once per session, so header and fixtures agree."""
-    if redis_answers(_configured_url()):
-        return "configured"
-    if shutil.which("redis-server"):
-        return "redis-server"
-    return "embedded"
+    return choose_redis(os.environ.get(TEST_REDIS_ENV), shutil.which("redis-server"))
 
 
 def describe_redis_choice() -> str:
-    """One line for the pytest header (hooked in tests/conftest.py): which Redis and prefix."""
+    """One line for the pytest header and the end of the run: which Redis the tests write to."""
     choice = redis_choice()
     if choice == "configured":
-        return f"integration redis: {_configured_url()} (prefix {SESSION_PREFIX})"
+        return (f"integration redis: {with_test_db(os.environ[TEST_REDIS_ENV])} from {TEST_REDIS_ENV} "
+                f"(keys under {SESSION_PREFIX}*, deleted at the end)")
     if choice == "redis-server":
-        return f"integration redis: nothing at {_configured_url()}; starting {shutil.which('redis-server')}"
-    return (f"integration redis: nothing at {_configured_url()} and no redis-server: the embedded default "
-            "(cli.demo.embedded_redis, fakeredis TCP)")
+        server = shutil.which("redis-server")
+        return (f"integration redis: a redis-server the tests start on a free port ({server}); no other "
+                f"Redis is touched ({TEST_REDIS_ENV} names one to use instead)")
+    return ("integration redis: no redis-server on PATH: the embedded default (cli.demo.embedded_redis, "
+            f"fakeredis TCP); no other Redis is touched ({TEST_REDIS_ENV} names one to use instead)")
 
 
 def free_port() -> int:
@@ -170,7 +175,9 @@ def test_redis(log_dir: Path) -> Iterator[TestRedis]:
     choice = redis_choice()
     stop: Callable[[], None] = lambda: None  # noqa: E731
     if choice == "configured":
-        url = _configured_url()
+        url = with_test_db(os.environ[TEST_REDIS_ENV])
+        if not redis_answers(url):
+            pytest.fail(f"{TEST_REDIS_ENV}={url} does not answer PING (unset it: the suite starts its own)")
     elif choice == "redis-server":
         proc, url = _start_redis_server(log_dir)
         stop = proc.stop

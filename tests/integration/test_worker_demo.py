@@ -82,3 +82,8 @@ def test_make_run_prints_backend_and_summary(
     assert any(line.startswith("result: stored and fetched in ") for line in lines)
     assert _summary_lines(done.stdout) == direct_summary
     assert direct_summary[0].startswith("document sample-annual-report: 45 blocks in, ")
+    printed_paths = [word.strip("(),") for word in (done.stdout + done.stderr).split() if "/var/" in word]
+    assert all(Path(path).exists() for path in printed_paths), printed_paths  # no path to a deleted log
+    [hint] = [line for line in lines if line.startswith("the command: ")]
+    command = hint.split()[2]  # where make put longparser: it is not on PATH
+    assert (REPO_ROOT / command).exists() and command.endswith("/bin/longparser"), hint

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import time
 from typing import Any
 
@@ -206,3 +207,36 @@ def test_flower_lists_tasks_with_final_states(
         assert tasks[task_id]["name"] == TASK_NAME
         assert tasks[task_id]["worker"] in nodes
     assert "InvalidPayload" in tasks[bad.id]["exception"]
+
+
+def test_ready_comes_after_the_pool_processes_built_their_resources(pair: Any) -> None:
+    for proc in pair:
+        log = proc.log_text()
+        built = log.find("pool: 2 of 2 processes built their resources in ")
+        ready = log.find(f"{proc.extra['node']} ready.")
+        assert 0 <= built < ready, log[-3000:]
+        children = [line for line in log[:ready].splitlines() if " resources ready in " in line]
+        assert len(children) == 2  # both children's "process N resources ready" lines came first
+
+
+def test_the_readme_producer_snippet_runs_as_written(
+    pair: Any, lp_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from config.settings import get_settings
+    from tests.integration.conftest import settings_env
+    from tests.unit.test_readme import code_blocks, readme_section
+
+    [snippet] = code_blocks(readme_section("Running the fleet"), "python")
+    for name in [name for name in os.environ if name.startswith("LONGPARSER_")]:
+        monkeypatch.delenv(name)
+    for name, value in settings_env(lp_settings).items():
+        if name.startswith("LONGPARSER_"):
+            monkeypatch.setenv(name, value)  # the snippet reads the settings from the environment
+    get_settings.cache_clear()
+    try:
+        namespace: dict[str, Any] = {"blocks": make_document("readme")["blocks"]}
+        exec(compile(snippet, "README.md", "exec"), namespace)  # as a reader runs it
+    finally:
+        get_settings.cache_clear()
+    assert namespace["handle"].document_id == namespace["result"].document_id == "report-2024"
+    assert namespace["result"].chunks

@@ -118,20 +118,26 @@ class _StubSentenceTransformer:
 
 @pytest.fixture
 def stub_sentence_transformers() -> Iterator[type[_StubSentenceTransformer]]:
-    """Inject a fake ``sentence_transformers`` module (sys.modules) for the production loader.
+    """Inject fake ``sentence_transformers`` and ``torch`` modules (sys.modules) for the production
+    loader, which imports both.
 
-    Set ``stub.vectors[text] = [x, y]`` to choose each text's embedding. The real module (if
-    any) is restored afterwards.
+    Set ``stub.vectors[text] = [x, y]`` to choose each text's embedding; ``stub.torch_threads``
+    records the loader's ``torch.set_num_threads`` calls. The real modules (if any) are restored
+    afterwards.
     """
-    stub_cls = type("SentenceTransformer", (_StubSentenceTransformer,), {"vectors": {}, "instances": []})
+    stub_cls = type("SentenceTransformer", (_StubSentenceTransformer,),
+                    {"vectors": {}, "instances": [], "torch_threads": []})
     module = types.ModuleType("sentence_transformers")
     module.SentenceTransformer = stub_cls  # type: ignore[attr-defined]
-    saved = sys.modules.get("sentence_transformers")
-    sys.modules["sentence_transformers"] = module
+    torch = types.ModuleType("torch")
+    torch.set_num_threads = stub_cls.torch_threads.append  # type: ignore[attr-defined]
+    saved = {name: sys.modules.get(name) for name in ("sentence_transformers", "torch")}
+    sys.modules.update({"sentence_transformers": module, "torch": torch})
     try:
         yield stub_cls
     finally:
-        if saved is None:
-            sys.modules.pop("sentence_transformers", None)
-        else:
-            sys.modules["sentence_transformers"] = saved
+        for name, original in saved.items():
+            if original is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = original

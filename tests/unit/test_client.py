@@ -21,7 +21,7 @@ from cli.main import build_parser
 from cli.submit import EXIT_FULL, EXIT_UNREACHABLE, run_result, run_submit
 from config.settings import Settings
 from schemas import ChunkRequest, ChunkResult, InputError
-from service.keys import TASK_NAME, job_key, prefix_pattern
+from service.keys import TASK_NAME, job_key
 from service.store import ResultStore, failure_record
 from tasks.client import JobHandle, Producer
 from tasks.errors import BrokerUnavailable, JobFailed, JobNotFound, PayloadTooLarge, ResultTimeout, StoreFull
@@ -77,7 +77,7 @@ def test_submit_refuses_invalid_and_oversized_requests_without_sending(
     with pytest.raises(InputError, match=r"^config.fit: '/models/e5' is a path: workers never open a path"):
         producer.submit(payload(), config={"fit": "/models/e5"})
     assert fake_app.sent == []
-    assert list(store.client.scan_iter(match=prefix_pattern(store.prefix))) == []
+    assert list(store.client.scan_iter(match=f"{store.prefix}:*")) == []
 
 
 def test_submit_then_get_result_end_to_end(running_producer: Producer) -> None:  # noqa: F811
@@ -159,7 +159,7 @@ def test_submit_past_the_window_raises_broker_unavailable_and_leaves_no_job_entr
     assert "redis://:**@127.0.0.1:6399/0" in message and "s3cret" not in message
     assert "\n" not in message
     assert fake_app.sent == []
-    assert list(store.client.scan_iter(match=prefix_pattern(store.prefix))) == []  # no job entry
+    assert list(store.client.scan_iter(match=f"{store.prefix}:*")) == []  # no job entry
 
 
 def test_a_full_redis_is_a_typed_error_at_once(producer: Producer, fake_app: FakeApp) -> None:  # noqa: F811
@@ -374,7 +374,7 @@ def test_submit_refuses_a_docling_document_it_cannot_convert(
     with pytest.raises(InputError, match=r"^invalid DoclingDocument: texts\[0\]\.prov\[0\]\.page_no: "):
         producer.submit(broken, docling=blocks_from_docling)
     assert fake_app.sent == []
-    assert list(store.client.scan_iter(match=prefix_pattern(store.prefix))) == []
+    assert list(store.client.scan_iter(match=f"{store.prefix}:*")) == []
 
 
 def test_cli_submit_sends_a_converted_docling_document_with_the_config_flags(
@@ -428,3 +428,53 @@ def test_cli_submit_of_an_empty_block_list_warns(
     err = capsys.readouterr().err
     assert err == "longparser submit: warning: input has no blocks: the result has 0 chunks\n"
     assert len(fake_app.sent) == 1
+
+
+def test_cli_submit_validates_the_request_once_on_the_producer_side(
+    producer: Producer, fake_app: FakeApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+) -> None:
+    import schemas.inputs
+
+    validations: list[Any] = []
+    validate = ChunkRequest.model_validate
+
+    def counted(data: Any, *args: Any, **kwargs: Any) -> ChunkRequest:
+        validations.append(data)
+        return validate(data, *args, **kwargs)
+
+    monkeypatch.setattr(schemas.inputs.ChunkRequest, "model_validate", counted)
+    assert _cli(["submit", _write(tmp_path, "doc.json", payload("doc-7")), "--max-tokens", "300"], producer,
+                monkeypatch) == 0
+    assert len(validations) == 1  # the command's; the client sends the validated request as it is
+    assert fake_app.sent[0]["args"][0]["config"]["max_tokens"] == 300
+
+
+def test_a_validated_request_with_a_config_override_keeps_its_blocks_and_checks_the_config(
+    producer: Producer, fake_app: FakeApp,  # noqa: F811
+) -> None:
+    request = ChunkRequest.model_validate(payload(min_tokens=10))
+    producer.submit(request, config={"max_tokens": 64}, semantic=True)
+    sent = fake_app.sent[0]["args"][0]
+    assert (sent["config"]["max_tokens"], sent["config"]["min_tokens"]) == (64, 10)
+    assert sent["config"]["use_semantic_chunking"] is True
+    assert [block["block_id"] for block in sent["blocks"]] == ["h1", "p1", "p2"]
+    with pytest.raises(InputError, match=r"^config\.max_tokens: must be an integer, got \"64\""):
+        producer.submit(request, config={"max_tokens": "64"})
+
+
+def test_cli_submit_from_stdin_needs_an_id(
+    producer: Producer, fake_app: FakeApp, capsys: pytest.CaptureFixture[str],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+
+    blocks = json.dumps(payload()["blocks"])
+    monkeypatch.setattr(sys, "stdin", io.StringIO(blocks))
+    assert _cli(["submit", "-"], producer, monkeypatch) == 2
+    assert capsys.readouterr().err == (
+        "longparser submit: error: document_id: missing (give one in the request; on the command line, "
+        "--document-id or the input file's name)\n")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(blocks))
+    assert _cli(["submit", "-", "--document-id", "from-stdin"], producer, monkeypatch) == 0
+    assert json.loads(capsys.readouterr().out)["document_id"] == "from-stdin"
+    assert fake_app.sent[0]["args"][0]["document_id"] == "from-stdin"

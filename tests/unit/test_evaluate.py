@@ -224,10 +224,10 @@ def test_cli_text_report_lists_groups(
 @pytest.mark.parametrize(
     ("content", "extra", "message"),
     [
-        ("not json", [], "is not valid JSON"),
+        ("not json", [], ": not valid JSON: Expecting value (line 1, column 1)"),
         ([{"id": "x", "blocks": ["a"], "boundaries": [1]}], [], "in 1..0"),
         (_LABELLED, ["--threshold", "1.5"], "--threshold must be within [0, 1], got 1.5"),
-        (None, [], "cannot read"),
+        (None, [], "missing.json: no such file"),
     ],
 )
 def test_cli_bad_input_exits_2_with_message(
@@ -267,7 +267,7 @@ def test_cli_invalid_settings_exit_2(
     finally:
         get_settings.cache_clear()
     assert status == 2
-    assert "invalid LONGPARSER_* settings" in capsys.readouterr().err
+    assert "settings (LONGPARSER_* environment / .env): torch_threads" in capsys.readouterr().err
 
 
 # --- methods, parameters, one-topic documents ----------------------------------------------------
@@ -342,7 +342,9 @@ def test_no_boundary_documents_counts_per_kind() -> None:
     [
         (["--pair-threshold", "1.2"], "--pair-threshold must be within [0, 1], got 1.2"),
         (["--boundary-cost", "-1"], "--boundary-cost must be within [0, 10], got -1.0"),
-        (["-c", "{missing}"], "cannot read config"),
+        (["-c", "{missing}"], "none.json: no such file"),
+        (["-c", "[1, 2]"], "config (inline JSON): config must be a JSON object of ChunkingConfig fields"),
+        (["-c", '{{"semantic_threshold": "0.3"}}'], 'config.semantic_threshold: must be a number, got "0.3"'),
         (["-c", "{bad}"], "config.semantic_methd: unknown field, did you mean 'semantic_method'?"),
     ],
 )
@@ -480,6 +482,43 @@ def test_cli_retrieval_report(
     assert json.loads(capsys.readouterr().out) == report  # deterministic
 
 
+def test_cli_retrieval_takes_an_inline_config_like_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(evaluate, "load_encoder", lambda path, **_: _WordEncoder())
+    fields = {"max_tokens": 60, "min_tokens": 0, "overlap_blocks": 0}
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(fields))
+    reports = []
+    for option in (str(config), json.dumps(fields)):
+        assert main(["evaluate-retrieval", _write(tmp_path, _RETRIEVAL), "-c", option, "--budget", "60",
+                     "--group-size", "2", "--json"]) == 0  # fmt: skip
+        reports.append(json.loads(capsys.readouterr().out))
+    assert reports[0] == reports[1]
+    assert reports[1]["config"]["max_tokens"] == 60
+
+
+def test_cli_evaluate_takes_an_inline_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(evaluate, "load_encoder", lambda path, **_: _EvalFakeEncoder(_METHOD_VECTORS))
+    assert main(["evaluate", _write(tmp_path, _METHOD_LABELLED), "-c", '{"semantic_method": "recommended"}',
+                 "--json"]) == 0  # fmt: skip
+    assert json.loads(capsys.readouterr().out)["requested_method"] == "recommended"
+
+
+@pytest.mark.parametrize("command", ["evaluate", "evaluate-retrieval"])
+def test_evaluate_help_describes_the_labelled_file_and_the_exit_statuses(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    for fragment in ('"boundaries": [3, 7]', '"answer_block": 4', "3 the encoder",
+                     "exit status: 0 report printed; 2 bad input"):
+        assert fragment in out
+
+
 def test_cli_retrieval_semantic_config_uses_the_encoder_for_boundaries(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -502,7 +541,8 @@ def test_cli_retrieval_semantic_config_uses_the_encoder_for_boundaries(
         (_RETRIEVAL, ["--budget", "0"], "--budget must be at least 1, got 0"),
         (_RETRIEVAL, ["--group-size", "0"], "--group-size must be at least 1, got 0"),
         (_LABELLED, [], "no document has questions"),
-        ("not json", [], "is not valid JSON"),
+        ("not json", [], ": not valid JSON: Expecting value"),
+        (_RETRIEVAL, ["-c", "[1]"], "config (inline JSON): config must be a JSON object"),
     ],
 )
 def test_cli_retrieval_bad_input_exits_2(

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from config.settings import Settings, SettingsError, load_settings
-from loaders.resources import with_tokenizers
+from loaders.resources import ResourceSpec, build_resources
 from loaders.tokenizer import TOKENIZER_FILE, load_model_counter
 from loaders.tokenizers import load_path
 from longparser import chunk_blocks
@@ -37,7 +37,7 @@ def test_fit_model_is_the_recommended_recipe_in_one_key() -> None:
     fitted = chunk_blocks(BLOCKS, {"fit": "model"}, MODEL)
     recipe = chunk_blocks(BLOCKS, RECOMMENDED_CONFIG, MODEL)
     assert [c.text for c in fitted.chunks] == [c.text for c in recipe.chunks]
-    recommended = ChunkingConfig.model_validate(RECOMMENDED_CONFIG).model_dump(mode="json", exclude={"fit"})
+    recommended = ChunkingConfig(**RECOMMENDED_CONFIG).model_dump(mode="json", exclude={"fit"})
     assert fitted.stats.config == {"fit": "model", **recommended}
     assert "config" not in recipe.model_dump()["stats"]  # echoed only for the preset
 
@@ -100,10 +100,13 @@ def test_a_tokenizer_the_process_does_not_hold_is_refused() -> None:
 
 def test_the_library_loads_what_a_config_names_by_path() -> None:
     path = str(bpe_model_dir())
-    resources = with_tokenizers(ChunkingConfig(fit=path))
-    result = chunk_blocks(BLOCKS, {"fit": path}, resources)
+    config = ChunkingConfig(fit=path)
+    resources = build_resources(ResourceSpec().for_request(config))
+    assert (resources.model_counter, list(resources.counters)) == (None, [path])
+    result = chunk_blocks(BLOCKS, config, resources)
     assert result.stats.token_counter == path and result.stats.config["fit"] == path
-    assert with_tokenizers(ChunkingConfig(fit="model")).model_counter is not None
+    fit_model = ChunkingConfig(fit="model")
+    assert build_resources(ResourceSpec().for_request(fit_model)).model_counter is not None
 
 
 # --- workers: declared names only ---------------------------------------------------------------
@@ -124,6 +127,11 @@ def test_settings_declare_tokenizers_by_name_with_their_digest(monkeypatch: pyte
         with pytest.raises(SettingsError, match=message) as info:
             load_settings()
         assert "\n" not in str(info.value)
+    monkeypatch.setenv("LONGPARSER_TOKENIZERS", '{"mini": ')
+    with pytest.raises(SettingsError) as info:
+        load_settings()
+    assert str(info.value).startswith("tokenizers (LONGPARSER_TOKENIZERS): the value must be JSON (")
+    assert "\n" not in str(info.value)
 
 
 def test_a_declared_tokenizer_that_cannot_load_stops_the_worker_in_one_line() -> None:
@@ -135,6 +143,40 @@ def test_a_declared_tokenizer_that_cannot_load_stops_the_worker_in_one_line() ->
     assert message.endswith(f"not the declared {'0' * 64} (LONGPARSER_TOKENIZERS)")
     good = Settings(tokenizers={"mini": {**entry, "sha256": _digest(TOKENIZER_FILE)}})
     assert preload_tokenizers(good)["mini"].window == 256
+
+
+def test_a_worker_loads_its_declared_tokenizers_once_in_the_parent_and_its_children_share_them(
+    isolated_settings: str, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    from kombu.serialization import registry
+    from kombu.utils import json as kombu_json
+
+    import loaders.resources
+    import worker.signals
+    from worker.celery_app import create_app
+
+    entry = {"path": str(TOKENIZER_FILE), "kind": "hf", "window": 256, "sha256": _digest(TOKENIZER_FILE)}
+    declaring = Settings(word_list_path=None, language_id=False, tokenizers={"mini": entry})
+    loads: list[list[str]] = []
+    load_named = loaders.resources.load_named
+    monkeypatch.setattr(loaders.resources, "load_named",
+                        lambda names, declared: loads.append(list(names)) or load_named(names, declared))
+    monkeypatch.setattr(worker.signals, "check_worker_can_start", lambda _: None)
+    monkeypatch.setattr(worker.signals, "parent_context", lambda _: "parent context")
+    app = create_app(declaring, main="tokenizers-test")
+    try:
+        worker.signals.worker_init.send(sender=type("WorkController", (), {"app": app})())
+        assert loads == [["mini"]]  # in the parent, before any child
+        app.set_current()  # what a pool child does for its worker's app before worker_process_init
+        children = []
+        for _ in range(2):
+            worker.signals.worker_process_init.send(sender="node@host")
+            children.append(app.context.resources.counters["mini"])
+        assert loads == [["mini"]] and children[0] is children[1]  # inherited, not loaded again
+        assert children[0].window == 256
+    finally:  # kombu's own codec back (worker_init installs the fast decoder), as kombu registers it
+        registry.register("json", kombu_json.dumps, kombu_json.loads, content_type="application/json",
+                          content_encoding="utf-8")
 
 
 @pytest.mark.parametrize(

@@ -189,15 +189,96 @@ def test_converted_blocks_are_validated_like_any_others() -> None:
 
 @pytest.mark.parametrize(
     ("name", "expected"),
-    [("report", "report"), ("Q3 report (final)", "Q3-report-final-"), ("__draft__.v2", "draft__.v2"),
-     ("ééé", None), ("", None), ("x" * 300, "x" * 200)],
+    [("report", "report"), ("Q3 report (final)", "Q3-report-final-"), ("__draft__.v2", "__draft__.v2"),
+     ("ééé", "eee"), ("Bericht_Ü", "Bericht_U"), ("Ærø", "AEro"), ("报告", None), ("-.x", "x"), ("", None),
+     ("x" * 300, "x" * 200)],
 )
 def test_document_id_from_name(name: str, expected: str | None) -> None:
     assert document_id_from_name(name) == expected
 
 
 def test_unknown_shape_names_every_accepted_one() -> None:
-    with pytest.raises(InputError, match=r"DoclingDocument, got int$"):
+    with pytest.raises(InputError, match=r"DoclingDocument or a Markdown or text string, got int$"):
         parse_input(42)
     with pytest.raises(InputError, match=r"'schema_name': 'DoclingDocument'$"):
         parse_input({"neither": 1})
+
+
+# --- strict config values, unique ids, long messages, dump pages -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"max_tokens": True},
+         "config.max_tokens: must be an integer, got true (a boolean); config values are never converted"),
+        ({"max_tokens": "256"}, 'config.max_tokens: must be an integer, got "256" (a string)'),
+        ({"max_tokens": 256.0}, "config.max_tokens: must be an integer, got 256.0 (a number)"),
+        ({"semantic_threshold": "0.3"}, 'config.semantic_threshold: must be a number, got "0.3" (a string)'),
+        ({"heading_context": 1}, "config.heading_context: must be true or false, got 1 (a number)"),
+        ({"heading_context": "true"}, 'config.heading_context: must be true or false, got "true" (a string)'),
+    ],
+    ids=["bool-as-int", "string-int", "float-int", "string-float", "int-bool", "string-bool"],
+)
+def test_config_values_are_never_coerced(config: dict[str, Any], message: str) -> None:
+    with pytest.raises(InputError) as info:
+        parse_config(config)
+    assert str(info.value).startswith(message)
+
+
+def test_config_numbers_of_the_right_json_type_are_accepted() -> None:
+    config = parse_config({"max_tokens": 256, "overlap_max_share": 1, "semantic_threshold": 0.25,
+                           "heading_context": True})
+    assert (config.max_tokens, config.overlap_max_share, config.heading_context) == (256, 1.0, True)
+
+
+def test_a_message_names_five_problems_then_counts_the_rest() -> None:
+    blocks = [{"block_id": f"b{i}", "type": "sidebar"} for i in range(104)]
+    with pytest.raises(InputError) as info:
+        parse_input({"document_id": "d", "blocks": blocks})
+    message = str(info.value)
+    assert message.count("Input should be") == 5
+    assert message.endswith("; ... and 99 more")
+    assert len(message) < 1000
+
+
+def test_a_long_value_is_quoted_short() -> None:
+    with pytest.raises(InputError) as info:
+        parse_config({"max_tokens": "9" * 5000})
+    assert len(str(info.value)) < 200
+
+
+def test_a_dump_block_without_a_page_is_on_the_page_it_is_listed_under() -> None:
+    dump = {"metadata": {"document_id": "d"}, "pages": [
+        {"blocks": [{"block_id": "a", "type": "paragraph", "text": "one"}]},
+        {"blocks": [{"block_id": "b", "type": "paragraph", "text": "two"},
+                    {"block_id": "c", "type": "paragraph", "text": "three", "provenance": None},
+                    {"block_id": "d", "type": "paragraph", "text": "four", "provenance": {"bbox": None}},
+                    {"block_id": "e", "type": "paragraph", "text": "five",
+                     "provenance": {"page_number": 9}}]},
+        {"page_number": 7, "blocks": [{"block_id": "f", "type": "paragraph", "text": "six"}]},
+    ]}
+    pages = [block.provenance["page_number"] for block in parse_input(dump).blocks]
+    assert pages == [1, 2, 2, 2, 9, 7]
+    assert "provenance" not in dump["pages"][1]["blocks"][0]  # the caller's dump is not modified
+
+
+def test_document_id_option_wins_over_the_input_s_own() -> None:
+    request = parse_input({"document_id": "own", "blocks": []}, document_id="given", default_document_id="x")
+    assert request.document_id == "given"
+
+
+def test_a_config_value_json_cannot_write_is_named_as_python_writes_it() -> None:
+    with pytest.raises(InputError, match=r"max_tokens: must be an integer, got .*object"):
+        parse_input({"document_id": "d", "blocks": [], "config": {"max_tokens": object()}})
+
+
+def test_a_config_override_needs_the_input_config_to_be_an_object() -> None:
+    with pytest.raises(InputError, match="config: must be an object"):
+        parse_input({"document_id": "d", "blocks": [], "config": [1]}, config_overrides={"max_tokens": 64})
+
+
+def test_a_dump_page_entry_that_is_not_an_object_is_named_by_validation() -> None:
+    dump = {"metadata": {}, "pages": [{"page_number": 1, "blocks": ["not a block"]}]}
+    with pytest.raises(InputError, match="block 0"):
+        parse_input(dump, document_id="d")

@@ -11,12 +11,11 @@ import gc
 import re
 
 import pytest
-from pydantic import ValidationError
 
 import longparser.prepare as prepare_module
 from longparser import chunk_blocks, chunk_request
 from longparser.ids import chunk_id
-from schemas import Block, ChunkRequest
+from schemas import Block, ChunkRequest, InputError, parse_input
 from schemas.blocks import validate_block_fields
 from tests.unit.engine_helpers import PEOPLE, run_engine, table_dict, view, words
 
@@ -183,10 +182,58 @@ def test_the_dict_form_has_every_block_field():
     assert set(validate_block_fields({"block_id": "a", "type": "code"})) == set(Block.model_fields)
 
 
-def test_a_rejected_dict_block_raises_the_block_models_own_error():
-    with pytest.raises(ValidationError) as caught:
+def test_a_rejected_dict_block_is_named_by_position_with_the_block_models_own_messages():
+    with pytest.raises(InputError) as caught:
         chunk_blocks([{"block_id": "a", "type": "paragraph", "text": "ok"},
                       {"block_id": "", "type": "sidebar", "confidence": {"overall": 2}}])
-    assert caught.value.title == "Block"
-    locations = {error["loc"] for error in caught.value.errors()}
-    assert locations == {("block_id",), ("type",), ("confidence", "overall")}
+    assert str(caught.value) == (
+        "block 1: block_id: String should have at least 1 character; block 1: type: Input should be "
+        "'heading', 'paragraph', 'list_item', 'table', 'figure', 'caption', 'footer', 'header', 'equation' "
+        "or 'code'; block 1: confidence.overall: Input should be less than or equal to 1")
+
+
+def test_a_config_typo_in_the_library_call_gets_a_suggestion():
+    with pytest.raises(InputError, match=r"^config\.max_tokns: unknown field, did you mean 'max_tokens'\?$"):
+        chunk_blocks([{"block_id": "a", "type": "paragraph", "text": "ok"}], {"max_tokns": 256})
+
+
+@pytest.mark.parametrize(
+    ("blocks", "message"),
+    [
+        ({"metadata": {}, "pages": [{"blocks": []}]},
+         "expected a sequence of blocks, got a LongParser document dump (an object with 'pages'); "
+         "schemas.parse_input(data) validates any input shape into a ChunkRequest: chunk its .blocks"),
+        ({"document_id": "d", "blocks": []},
+         "expected a sequence of blocks, got a ChunkRequest (an object with 'blocks'); schemas.parse_input"),
+        ({"schema_name": "DoclingDocument", "name": "x"},
+         "expected a sequence of blocks, got a DoclingDocument: convert it with "
+         "schemas.parse_input(document, docling=loaders.docling.blocks_from_docling)"),
+        ("blocks.json", "expected a sequence of blocks (Block models or dicts), got a string"),
+    ],
+    ids=["dump", "request", "docling", "string"],
+)
+def test_a_whole_input_passed_as_blocks_says_how_to_turn_it_into_blocks(blocks, message):
+    with pytest.raises(InputError) as caught:
+        chunk_blocks(blocks)
+    assert str(caught.value).startswith(message)
+
+
+def test_every_input_shape_becomes_blocks_through_parse_input():
+    blocks = [{"block_id": "a", "type": "paragraph", "text": "alpha beta"}]
+    dump = {"metadata": {"document_id": "d"}, "pages": [{"page_number": 1, "blocks": blocks}]}
+    expected = chunk_blocks(blocks, document_id="d").chunks
+    for data in (blocks, {"document_id": "d", "blocks": blocks}, dump):
+        request = parse_input(data, default_document_id="d")
+        result = chunk_blocks(request.blocks, request.config, document_id=request.document_id)
+        assert result.chunks == expected
+
+
+def test_duplicate_block_ids_are_refused_naming_both_positions():
+    blocks = [{"block_id": "a", "type": "paragraph", "text": "one"},
+              {"block_id": "b", "type": "paragraph", "text": "two"},
+              {"block_id": "a", "type": "paragraph", "text": "three"}]
+    message = "blocks 0 and 2 have the same block_id 'a': block ids must be unique within a document"
+    with pytest.raises(InputError, match=f"^{message}$"):
+        chunk_blocks(blocks)
+    with pytest.raises(InputError, match=f"^blocks: {message}$"):
+        parse_input({"document_id": "d", "blocks": blocks})

@@ -26,7 +26,7 @@ import loaders.resources as res
 from loaders.encoder import OFFLINE_ENV, QUIET_ENV, SentenceTransformerEncoder, load_encoder
 from loaders.pinned_model import PINNED_SHA256, EncoderUnavailable, file_sha256
 from loaders.quality import load_language_id, load_word_list
-from loaders.resources import build_resources
+from loaders.resources import ResourceSpec, build_resources
 
 
 @pytest.fixture(autouse=True)
@@ -92,7 +92,6 @@ def test_default_model_path_comes_from_the_model_package(
 def test_loader_sets_offline_flags_and_loads_locally(
     tmp_path: Path, stub_sentence_transformers: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(sys.modules, "torch", None)  # no torch: nothing to cap, must not fail
     model, digest = _model_dir(tmp_path)
     encoder = load_encoder(model, expected_sha256=digest)
     assert {name: os.environ[name] for name in OFFLINE_ENV} == {
@@ -117,16 +116,20 @@ def test_loader_keeps_an_explicit_progress_bar_setting(
     assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "0"
 
 
-def test_loader_caps_torch_threads(
-    tmp_path: Path, stub_sentence_transformers: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    calls: list[int] = []
-    fake_torch = types.ModuleType("torch")
-    fake_torch.set_num_threads = calls.append  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+def test_loader_caps_torch_threads(tmp_path: Path, stub_sentence_transformers: Any) -> None:
     model, digest = _model_dir(tmp_path)
     load_encoder(model, expected_sha256=digest, threads=3)
-    assert calls == [3]
+    assert stub_sentence_transformers.torch_threads == [3]
+
+
+def test_loader_without_torch_says_what_to_install(
+    tmp_path: Path, stub_sentence_transformers: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError
+    model, digest = _model_dir(tmp_path)
+    with pytest.raises(EncoderUnavailable, match=r"sentence-transformers cannot be imported .*torch"):
+        load_encoder(model, expected_sha256=digest)
+    assert stub_sentence_transformers.instances == []
 
 
 def test_loader_rejects_zero_threads(tmp_path: Path) -> None:
@@ -224,11 +227,9 @@ def test_fasttext_wrapper_clamps_and_strips_label(
     assert quality.FastTextLanguageId(model).predict("Hallo Welt") == expected
 
 
-def test_build_resources_strict_raises(tmp_path: Path) -> None:
+def test_build_resources_raises_for_a_required_encoder(tmp_path: Path) -> None:
     with pytest.raises(EncoderUnavailable, match=r"has no model\.safetensors"):
-        build_resources(
-            word_list_path=None, language_id=False, semantic=True, model_path=tmp_path, threads=1, strict=True
-        )
+        build_resources(ResourceSpec(encoder="required", model_path=tmp_path))
 
 
 def test_build_resources_lenient_warns_once_and_records_reason(
@@ -236,15 +237,9 @@ def test_build_resources_lenient_warns_once_and_records_reason(
 ) -> None:
     words = tmp_path / "words"
     words.write_text("table\n", encoding="utf-8")
+    spec = ResourceSpec(word_list="optional", word_list_path=words, encoder="optional", model_path=tmp_path)
     with caplog.at_level(logging.WARNING):
-        resources = build_resources(
-            word_list_path=words,
-            language_id=False,
-            semantic=True,
-            model_path=tmp_path,
-            threads=1,
-            strict=False,
-        )
+        resources = build_resources(spec)
     assert resources.encoder is None
     assert resources.encoder_error is not None
     assert "has no model.safetensors" in resources.encoder_error
@@ -260,9 +255,7 @@ def test_build_resources_without_semantic_never_loads_the_encoder(monkeypatch: p
         raise AssertionError("load_encoder must not run when semantic mode is off")
 
     monkeypatch.setattr(res, "load_encoder", forbidden)
-    resources = build_resources(
-        word_list_path=None, language_id=True, semantic=False, model_path=None, threads=1, strict=True
-    )
+    resources = build_resources(ResourceSpec(language_id="required"))
     assert (resources.encoder, resources.encoder_error) == (None, None)
     assert isinstance(resources.language_id, quality.FastTextLanguageId)
 
@@ -272,8 +265,8 @@ def test_structural_process_never_imports_torch() -> None:
         "import sys\n"
         "import longparser\n"
         "from loaders.resources import build_resources\n"
-        "r = build_resources(word_list_path=None, language_id=True, semantic=False, model_path=None,"
-        " threads=1, strict=True)\n"
+        "from loaders.resources import ResourceSpec\n"
+        "r = build_resources(ResourceSpec(language_id='required'))\n"
         "block = {'block_id': 'b1', 'type': 'paragraph', 'text': 'Plain prose.'}\n"
         "assert longparser.chunk_blocks([block], {'use_semantic_chunking': True}, r).chunks\n"
         "heavy = sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules)\n"
@@ -281,3 +274,78 @@ def test_structural_process_never_imports_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "[]"
+
+
+def _settings(**values: Any) -> Any:
+    from config.settings import Settings
+
+    return Settings(_env_file=None, **values)
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({}, {"word_list": "optional", "language_id": "optional", "encoder": "off"}),
+        ({"word_list_path": "/w", "language_id": True},
+         {"word_list": "required", "word_list_path": "/w", "language_id": "required", "encoder": "off"}),
+        ({"word_list_path": None, "language_id": False}, {"word_list": "off", "language_id": "off"}),
+        ({"semantic_enabled": True, "model_path": "/m", "torch_threads": 3, "encoder_backend": "onnx"},
+         {"encoder": "required", "model_path": "/m", "threads": 3, "encoder_backend": "onnx"}),
+    ],
+    ids=["defaults-optional", "explicit-required", "off", "semantic"],
+)
+def test_a_worker_spec_maps_each_setting_once(values: dict[str, Any], expected: dict[str, Any]) -> None:
+    spec = ResourceSpec.from_settings(_settings(**values))
+    assert {name: getattr(spec, name) for name in expected} == expected
+    assert spec.model_counter == "optional"  # only some requests count in the model's tokens
+
+
+def test_a_command_needs_what_its_request_asks_for_and_only_warns_for_the_rest() -> None:
+    from schemas import ChunkingConfig
+
+    spec = ResourceSpec.from_settings(_settings(word_list_path="/w", language_id=True))
+    plain = spec.for_request(ChunkingConfig())
+    assert (plain.word_list, plain.language_id, plain.encoder, plain.model_counter) == (
+        "optional", "optional", "off", "off")
+    asked = spec.for_request(ChunkingConfig(use_semantic_chunking=True, token_counter="model"))
+    assert (asked.encoder, asked.model_counter) == ("required", "required")
+
+
+def test_declared_tokenizers_are_in_the_spec_and_a_request_loads_only_those_it_names() -> None:
+    from schemas import ChunkingConfig
+
+    entry = {"path": "/models/e5/tokenizer.json", "kind": "hf", "sha256": "0" * 64}
+    spec = ResourceSpec.from_settings(_settings(tokenizers={"e5": entry, "bge": entry}))
+    assert (sorted(spec.tokenizers), spec.tokenizer_paths) == (["bge", "e5"], ())
+    plain = spec.for_request(ChunkingConfig())
+    assert (plain.tokenizers, plain.tokenizer_paths, plain.model_counter) == ({}, (), "off")
+    named = spec.for_request(ChunkingConfig(token_counter="e5", fit="/models/other"))
+    assert (list(named.tokenizers), named.tokenizer_paths) == (["e5"], ("/models/other",))
+    assert named.tokenizers["e5"] == spec.tokenizers["e5"]
+    fitted = spec.for_request(ChunkingConfig(fit="model"))
+    assert (fitted.model_counter, fitted.tokenizers) == ("required", {})
+    assert spec.required_quality().tokenizers == {}  # the parent loads them apart, before forking
+
+
+def test_build_resources_loads_the_spec_s_tokenizers_unless_given_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import loaders.resources
+    from loaders.tokenizers import NamedTokenizerUnavailable
+    from longparser.tokens import ESTIMATE
+    from schemas.tokenizers import TokenizerSpec
+
+    spec = ResourceSpec(model_counter="off", tokenizers={"e5": TokenizerSpec(path="/absent", kind="hf")})
+    with pytest.raises(NamedTokenizerUnavailable, match=r"^tokenizer 'e5': /absent"):
+        build_resources(spec)
+    with pytest.raises(NamedTokenizerUnavailable, match=r"^tokenizer 'bge' is not declared"):
+        build_resources(ResourceSpec(model_counter="off", tokenizer_paths=("bge",)))
+    monkeypatch.setattr(loaders.resources, "load_named", lambda *_: pytest.fail("loaded again"))
+    assert build_resources(spec, {"e5": ESTIMATE}).counters == {"e5": ESTIMATE}
+
+
+def test_a_worker_parent_checks_only_the_required_quality_resources() -> None:
+    spec = ResourceSpec.from_settings(_settings(word_list_path="/w", semantic_enabled=True))
+    required = spec.required_quality()
+    assert (required.word_list, required.language_id, required.encoder, required.model_counter) == (
+        "required", "off", "off", "off")

@@ -22,7 +22,7 @@ import pytest
 import longparser.pipeline as pipeline_module
 from loaders.encoder import OFFLINE_ENV, QUIET_ENV, load_encoder
 from loaders.pinned_model import MODEL_NAME, EncoderUnavailable, file_sha256
-from loaders.resources import build_resources
+from loaders.resources import ResourceSpec, build_resources
 from longparser import Resources, chunk_blocks
 from longparser.semantic import (
     adjacent_similarities,
@@ -56,7 +56,6 @@ def _load_stub_encoder(
 ) -> tuple[Any, Any, str]:
     """Production-loaded encoder over the stub SDK: ``(encoder, stub model instance, digest)``."""
     _protect_env(monkeypatch)
-    monkeypatch.setitem(sys.modules, "torch", None)  # never touch a real torch's thread count
     stub.vectors.update(vectors)
     model_dir, digest = _model_dir(tmp_path)
     encoder = load_encoder(model_dir, expected_sha256=digest)
@@ -344,16 +343,9 @@ def test_S06_missing_sdk_packs_structurally_and_says_why(
     _protect_env(monkeypatch)
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
     model_dir, digest = _model_dir(tmp_path)
+    spec = ResourceSpec(encoder="optional", model_path=model_dir, expected_sha256=digest)
     with caplog.at_level(logging.WARNING):
-        resources = build_resources(
-            word_list_path=None,
-            language_id=False,
-            semantic=True,
-            model_path=model_dir,
-            threads=1,
-            strict=False,
-            expected_sha256=digest,
-        )
+        resources = build_resources(spec)
     assert resources.encoder is None
     assert resources.encoder_error is not None
     assert resources.encoder_error.startswith("sentence-transformers cannot be imported")
@@ -367,15 +359,7 @@ def test_S06_missing_sdk_packs_structurally_and_says_why(
         requested=True, available=False, boundaries=0, texts_embedded=0, reason=resources.encoder_error
     )
     with pytest.raises(EncoderUnavailable):
-        build_resources(
-            word_list_path=None,
-            language_id=False,
-            semantic=True,
-            model_path=model_dir,
-            threads=1,
-            strict=True,
-            expected_sha256=digest,
-        )
+        build_resources(ResourceSpec(encoder="required", model_path=model_dir, expected_sha256=digest))
 
 
 # --- S07 semantic disabled ------------------------------------------------------------------------

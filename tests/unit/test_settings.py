@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import re
 import ssl
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -211,14 +213,26 @@ def test_worker_app_carries_the_config() -> None:
     assert app.conf.worker_max_memory_per_child == Settings().max_memory_per_child_kb
 
 
+EXAMPLE_VARIABLE = re.compile(r"^# (LONGPARSER_[A-Z_]+)=(.*)$")
+
+
 def _example_variables() -> dict[str, str]:
-    """Every ``LONGPARSER_NAME=value`` line, commented out or not (copying the file changes nothing)."""
+    """The example's variables and the default each shows (every one commented out)."""
     variables = {}
     for line in ENV_EXAMPLE.read_text().splitlines():
-        found = re.match(r"#?\s*(LONGPARSER_[A-Z0-9_]+)=(.*)$", line.strip())
-        if found:
-            variables[found.group(1)] = found.group(2).strip()
+        match = EXAMPLE_VARIABLE.match(line)
+        if match:
+            variables[match.group(1)] = match.group(2).strip()
     return variables
+
+
+def test_env_example_is_all_comments_so_copying_it_changes_nothing(tmp_path: Path) -> None:
+    lines = ENV_EXAMPLE.read_text().splitlines()
+    assert all(not line.strip() or line.startswith("#") for line in lines)
+    (tmp_path / ".env").write_text(ENV_EXAMPLE.read_text())  # `cp config/.env.example .env`
+    settings = Settings()
+    assert settings.model_fields_set == set()  # nothing set explicitly: no resource became required
+    assert settings == Settings(_env_file=None)
 
 
 def test_env_example_documents_every_setting_with_its_default(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -230,3 +244,84 @@ def test_env_example_documents_every_setting_with_its_default(monkeypatch: pytes
     for name in list(variables):
         monkeypatch.delenv(name)
     assert from_example == Settings()
+
+
+@pytest.mark.parametrize(
+    ("url", "fragment"),
+    [
+        ("http://nope", "scheme http:// is not supported; forms: redis://host:6379/0, rediss:// (TLS), "
+                        "unix:///path/to/redis.sock or sentinel://host:26379"),
+        ("127.0.0.1:6379", "not a URL (no scheme): write it as redis://127.0.0.1:6379/0"),
+        ("localhost:6379", "not a URL (no scheme): write it as redis://localhost:6379/0"),
+        ("redis://", "redis:// URL without a host"),
+        ("redis://cache:port/0", "redis:// URL with a port that is not a number"),
+        ("redis://cache:6379/zero", "redis:// URL whose database ('zero') is not a number"),
+        ("unix://", "unix:// URL without a socket path"),
+        ("sentinel://a:26379;redis://b:6379", "a ;-separated list must be sentinel:// URLs only"),
+    ],
+)
+@pytest.mark.parametrize("variable", ["LONGPARSER_BROKER_URL", "LONGPARSER_RESULT_URL"])
+def test_a_url_the_service_cannot_use_is_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, variable: str, url: str, fragment: str
+) -> None:
+    monkeypatch.setenv(variable, url)
+    monkeypatch.setenv("LONGPARSER_SENTINEL_MASTER", "m")
+    with pytest.raises(SettingsError) as caught:
+        get_settings()
+    message = str(caught.value)
+    assert message.startswith(f"{variable.removeprefix('LONGPARSER_').lower()} ({variable}=")
+    assert fragment in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["redis://127.0.0.1:6379/0", "rediss://:p%40ss@cache.example:6380/2", "unix:///run/redis.sock",
+     "redis://cache", "sentinel://:pw@10.0.0.1:26379/0;sentinel://10.0.0.2:26380"],
+)
+def test_every_url_form_the_service_reads_is_accepted(url: str) -> None:
+    assert Settings(broker_url=url, result_url=url, sentinel_master="m").broker_url == url
+
+
+def test_a_refused_url_never_shows_its_password(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LONGPARSER_BROKER_URL", "http://:hunter2@cache:6379/0")
+    with pytest.raises(SettingsError) as caught:
+        get_settings()
+    assert "hunter2" not in str(caught.value)
+    assert "LONGPARSER_BROKER_URL='http://:**@cache:6379/0'" in str(caught.value)
+
+
+def test_long_values_and_many_problems_stay_one_short_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LONGPARSER_KEY_PREFIX", "x " * 5000)
+    for name in ("CONCURRENCY", "TORCH_THREADS", "RESULT_TTL", "MAX_PAYLOAD_BYTES", "SOFT_TIME_LIMIT",
+                 "HARD_TIME_LIMIT"):
+        monkeypatch.setenv(f"LONGPARSER_{name}", "-1")
+    with pytest.raises(SettingsError) as caught:
+        get_settings()
+    message = str(caught.value)
+    assert len(message) < 800
+    assert message.endswith("; ... and 2 more")
+
+
+ENTRY_POINTS = {
+    "submit": [sys.executable, "-m", "cli", "submit", "examples/sample_document.json"],
+    "result": [sys.executable, "-m", "cli", "result", "some-document"],
+    "chunk": [sys.executable, "-m", "cli", "chunk", "examples/sample_document.json"],
+    "worker": [sys.executable, "-m", "celery", "-A", "worker", "worker", "-c", "1"],
+    "make run": [sys.executable, "-m", "cli.demo"],
+}
+
+
+@pytest.mark.parametrize("entry_point", list(ENTRY_POINTS))
+@pytest.mark.parametrize("url", ["http://nope", "127.0.0.1:6379", "localhost:6379"])
+def test_a_bad_url_stops_every_entry_point_with_one_line(entry_point: str, url: str) -> None:
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LONGPARSER_")}
+    env.update(LONGPARSER_RESULT_URL=url, PYTHONPATH=str(root))
+    done = subprocess.run(ENTRY_POINTS[entry_point], capture_output=True, text=True, cwd=root, env=env,
+                          timeout=60, check=False)
+    assert done.returncode != 0
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "result_url (LONGPARSER_RESULT_URL=" in lines[0]
+    assert done.stdout == ""

@@ -8,11 +8,11 @@ a non-additive counter are covered by the property tests (tests/property/test_st
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
 
 from longparser import Resources, chunk_blocks
 from longparser.errors import RequestRefused
 from longparser.tokens import ESTIMATE, count
+from schemas import InputError
 from tests.unit.engine_helpers import run_engine, table_dict, words
 
 STRICT = {"strict_max_tokens": True}
@@ -155,7 +155,7 @@ def test_the_breadcrumb_counts_and_is_shortened_before_content(make_block):
 
 
 def test_the_model_window_is_refused_only_for_strict_model_requests():
-    with pytest.raises(ValidationError, match="above the embedding model's window"):
+    with pytest.raises(InputError, match="above the embedding model's window"):
         chunk_blocks([], {"max_tokens": 300, "strict_max_tokens": True, "token_counter": "model"})
     assert chunk_blocks([], {"max_tokens": 300, "token_counter": "estimate", "strict_max_tokens": True})
 

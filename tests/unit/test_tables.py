@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from longparser import chunk_blocks
 from longparser.tables import build_grid
-from schemas import Block, TableCell
+from schemas import Block, InputError, TableCell, parse_input
 from tests.unit.engine_helpers import PEOPLE, PEOPLE_RECORDS, run_engine, table_dict, view
 
 
@@ -91,9 +91,21 @@ def test_absurdly_sparse_table_is_refused_at_validation() -> None:
     diagonal = _table_block([{"r0": i, "c0": i, "text": "x"} for i in range(2_000)])
     with pytest.raises(ValidationError, match="too sparse: 2000 cells spread over 2000 rows x 2000"):
         Block.model_validate(diagonal)
-    with pytest.raises(ValidationError) as raised:
+    with pytest.raises(InputError, match=r"^block 0 \(id 't1'\): table: table too sparse: 2000 cells"):
         chunk_blocks([diagonal])
-    assert raised.value.title == "Block" and raised.value.errors()[0]["loc"] == ("table",)
+
+
+def test_two_cells_at_one_position_are_refused_naming_both() -> None:
+    cells = [{"r0": 0, "c0": 0, "text": "Name"}, {"r0": 0, "c0": 1, "text": "Age"},
+             {"r0": 1, "c0": 0, "text": "Ada"}, {"r0": 0, "c0": 1, "text": "Years"}]
+    message = ("block 0 (id 't1'): table: cells[1] and cells[3] are both at row 0, column 1: a table holds "
+               "one cell per position (join their texts into one cell, or fix the indices)")
+    with pytest.raises(InputError) as raised:
+        chunk_blocks([_table_block(cells)])
+    assert str(raised.value) == message
+    with pytest.raises(InputError) as raised:
+        parse_input({"document_id": "d", "blocks": [_table_block(cells)]})
+    assert str(raised.value) == message
 
 
 def test_large_dense_and_moderately_sparse_tables_are_accepted() -> None:

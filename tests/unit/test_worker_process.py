@@ -7,6 +7,7 @@ back what a worker held when its broker connection dropped.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -25,12 +26,13 @@ import worker.context
 import worker.signals
 from config.settings import Settings, get_settings
 from loaders.errors import ResourceUnavailable
+from loaders.resources import ResourceSpec
 from longparser.resources import Resources
 from tests.unit.worker_fixtures import isolated_settings  # noqa: F401
 from worker.celery_app import create_app
+from worker.celery_compat import held_tags
 from worker.redis_checks import UnsafeRedis, inspect_redis
 from worker.restore import RestoreHeldMessages
-from worker.transport import held_tags
 
 
 class FakeEncoder:
@@ -49,9 +51,9 @@ def builds(isolated_settings: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     """Record build_resources calls; each returns fresh Resources with a fake encoder when semantic."""
     calls: list[dict[str, Any]] = []
 
-    def fake_build(**kwargs: Any) -> Resources:
-        calls.append(kwargs)
-        return Resources(encoder=FakeEncoder() if kwargs["semantic"] else None)
+    def fake_build(spec: ResourceSpec, tokenizers: Any = None) -> Resources:
+        calls.append(dataclasses.asdict(spec))
+        return Resources(encoder=FakeEncoder() if spec.encoder != "off" else None)
 
     monkeypatch.setattr(worker.context, "build_resources", fake_build)
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "true")
@@ -62,24 +64,22 @@ def test_semantic_worker_loads_strictly_with_capped_threads_and_warms_up(builds:
     settings = Settings(semantic_enabled=True, torch_threads=3, model_path="/models/minilm",
                         language_id=False, word_list_path="/data/words")
     context = worker.context.child_context(settings)
-    expected = {"word_list_path": "/data/words", "language_id": False, "semantic": True,
-                "model_path": "/models/minilm", "threads": 3, "strict": True,
-                "word_list_required": True, "language_id_required": False}
+    expected = {"word_list_path": "/data/words", "word_list": "required", "language_id": "off",
+                "encoder": "required", "model_path": "/models/minilm", "threads": 3}
     assert [{name: call.get(name) for name in expected} for call in builds] == [expected]
     assert context.resources.encoder.calls == [list(worker.context.WARM_UP_TEXTS)]
     assert os.environ["TOKENIZERS_PARALLELISM"] == "false"
     assert context.store.prefix == settings.key_prefix
 
 
-@pytest.mark.parametrize(("env", "word_list_required", "language_id_required"), [
-    ({}, False, False),  # defaults: optional, one log line when absent
-    ({"LONGPARSER_LANGUAGE_ID": "true"}, False, True),
-    ({"LONGPARSER_WORD_LIST_PATH": "/srv/words"}, True, False),
-    ({"LONGPARSER_WORD_LIST_PATH": "", "LONGPARSER_LANGUAGE_ID": "false"}, False, False),
+@pytest.mark.parametrize(("env", "word_list", "language_id"), [
+    ({}, "optional", "optional"),  # defaults: optional, one log line when absent
+    ({"LONGPARSER_LANGUAGE_ID": "true"}, "optional", "required"),
+    ({"LONGPARSER_WORD_LIST_PATH": "/srv/words"}, "required", "optional"),
+    ({"LONGPARSER_WORD_LIST_PATH": "", "LONGPARSER_LANGUAGE_ID": "false"}, "off", "off"),
 ], ids=["defaults", "language-id-set", "word-list-set", "both-off"])
 def test_explicit_resources_are_required_defaults_optional(
-    builds: list, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], word_list_required: bool,
-    language_id_required: bool,
+    builds: list, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], word_list: str, language_id: str,
 ) -> None:
     monkeypatch.delenv("LONGPARSER_WORD_LIST_PATH")
     for name, value in env.items():
@@ -87,9 +87,8 @@ def test_explicit_resources_are_required_defaults_optional(
     get_settings.cache_clear()
     worker.context.child_context(get_settings())
     [call] = builds
-    assert call["semantic"] is False  # structural default: the encoder loader is never asked
-    assert (call["word_list_required"], call["language_id_required"]) == (word_list_required,
-                                                                          language_id_required)
+    assert call["encoder"] == "off"  # structural default: the encoder loader is never asked
+    assert (call["word_list"], call["language_id"]) == (word_list, language_id)
 
 
 def test_an_explicit_word_list_that_cannot_be_read_refuses_to_start(
@@ -102,6 +101,8 @@ def test_an_explicit_word_list_that_cannot_be_read_refuses_to_start(
         worker.signals.check_worker_can_start(settings)
     message = str(caught.value)
     assert message.startswith(f"longparser worker: cannot start: word list {missing} cannot be read")
+    assert "set explicitly: fix it or unset it" in message
+    assert "check off" not in message  # a refusal never claims the check was merely turned off
     assert "\n" not in message
     with pytest.raises(ResourceUnavailable):  # the child refuses the same way
         worker.context.child_context(settings)
@@ -250,6 +251,9 @@ class FakeQoS:
             raise redis.exceptions.ConnectionError("gone again")
         self.restored.append(tag)
 
+    def requeue_through(self, live: FakeQoS, tag: str) -> None:
+        live.restore_by_tag(tag)  # HoldingQoS's path for a message in the unacked hash
+
 
 def _consumer(qos: FakeQoS) -> Any:
     channel = type("Channel", (), {"qos": qos})()
@@ -376,15 +380,90 @@ def test_a_failed_ack_keeps_the_message_held_instead_of_crashing() -> None:
 def test_fast_json_decodes_exactly_like_kombu(body: Any) -> None:
     from kombu.utils import json as kombu_json
 
-    from worker.serialization import loads
+    from worker.celery_compat import fast_json_loads
 
-    assert loads(body) == kombu_json.loads(body)
+    assert fast_json_loads(body) == kombu_json.loads(body)
 
 
-def test_the_worker_app_decodes_json_bodies_with_the_fast_decoder(isolated_settings: str) -> None:  # noqa: F811
-    from kombu.serialization import registry
+def test_only_a_starting_worker_decodes_json_bodies_with_the_fast_decoder(
+    isolated_settings: str, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    from kombu.serialization import loads, registry
+    from kombu.utils import json as kombu_json
 
-    from worker.serialization import loads
+    import worker.celery_compat as compat
 
-    create_app(Settings(word_list_path=None), main="serialization-test")
-    assert registry._decoders["application/json"] is loads
+    seen: list[Any] = []
+    fast = compat.fast_json_loads
+    monkeypatch.setattr(compat, "fast_json_loads", lambda data: seen.append(data) or fast(data))
+    monkeypatch.setattr(worker.signals, "check_worker_can_start", lambda settings: None)
+    monkeypatch.setattr(worker.signals, "parent_context", lambda settings: "parent context")
+    body = '{"a": 1}'
+    app = create_app(Settings(word_list_path=None), main="serialization-test")
+    assert loads(body, "application/json", "utf-8") == {"a": 1} and seen == []  # the app alone: kombu's
+    try:
+        worker.signals.worker_init.send(sender=type("WorkController", (), {"app": app})())  # celery worker's
+        assert app.context == "parent context"
+        assert loads(body, "application/json", "utf-8") == {"a": 1} and seen == [body]
+    finally:  # kombu's own codec back, as kombu registers it
+        registry.register("json", kombu_json.dumps, kombu_json.loads, content_type="application/json",
+                          content_encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- signals, per app
+
+
+def test_signal_handlers_act_only_for_a_worker_of_their_own_app(
+    isolated_settings: str, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    built: list[str] = []
+    monkeypatch.setattr(worker.signals, "child_context",
+                        lambda settings, _: built.append(settings.key_prefix) or settings.key_prefix)
+    first = create_app(Settings(word_list_path=None, key_prefix="first"), main="first")
+    second = create_app(Settings(word_list_path=None, key_prefix="second"), main="second")
+    second.set_current()  # what a pool child does for its worker's app before worker_process_init
+    worker.signals.worker_process_init.send(sender="node@host")
+    assert built == ["second"] and (first.context, second.context) == (None, "second")
+    first.set_current()
+    worker.signals.worker_process_init.send(sender="node@host")
+    assert built == ["second", "first"] and first.context == "first"
+    assert len(first.signal_handlers) == len(second.signal_handlers) == 4
+
+
+# --- ready means ready: the parent waits for its pool processes (worker.readiness) ---------------
+
+
+def test_pool_readiness_counts_the_children_that_built_their_context() -> None:
+    import multiprocessing
+
+    from worker.readiness import PoolReadiness
+
+    readiness = PoolReadiness()  # made before the fork, as on worker_init
+    children = [multiprocessing.get_context("fork").Process(target=readiness.child_ready) for _ in range(2)]
+    for child in children:
+        child.start()
+    assert readiness.wait(2, limit_s=30) == 2
+    for child in children:
+        child.join(10)
+    assert readiness.wait(1, limit_s=0.3) == 0  # nobody else is loading: the limit ends the wait
+
+
+def test_pool_readiness_stops_waiting_when_a_shutdown_is_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from celery.worker import state
+
+    from worker.readiness import PoolReadiness
+
+    monkeypatch.setattr(state, "should_stop", 0)  # a warm shutdown, exit code 0 (falsy, still a request)
+    started = time.monotonic()
+    assert PoolReadiness().wait(2, limit_s=60) == 0
+    assert time.monotonic() - started < 5
+
+
+def test_the_worker_waits_for_its_pool_before_the_consumer_starts(isolated_settings: str) -> None:  # noqa: F811
+    from worker.readiness import WaitForPoolProcesses
+
+    app = create_app(Settings(word_list_path=None, language_id=False))
+    assert WaitForPoolProcesses in app.steps["worker"]
+    assert "celery.worker.components:Pool" in WaitForPoolProcesses.requires

@@ -1,0 +1,41 @@
+"""What the framework adapters keep beside each chunk, shared by LangChain and LlamaIndex."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from schemas import Chunk, ChunkResult
+
+__all__ = ["Content", "chunk_content", "chunk_metadata"]
+
+Content = Literal["embed_text", "text"]
+
+
+def chunk_metadata(result: ChunkResult, index: int) -> dict[str, Any]:
+    """What a framework keeps beside a chunk's text: ids, place, type, pages, section, quality.
+
+    ``previous_chunk_id`` / ``next_chunk_id`` link the chunks in reading order (None at the
+    ends). Values are strings, numbers, lists of them or None.
+    """
+    chunks = result.chunks
+    chunk = chunks[index]
+    return {
+        "chunk_id": chunk.chunk_id,
+        "document_id": result.document_id,
+        "chunk_index": index,
+        "chunk_type": chunk.chunk_type,
+        "page_numbers": list(chunk.page_numbers),
+        "section_path": list(chunk.section_path),
+        "quality_score": chunk.quality_score,
+        "token_count": chunk.token_count,
+        "previous_chunk_id": chunks[index - 1].chunk_id if index else None,
+        "next_chunk_id": chunks[index + 1].chunk_id if index + 1 < len(chunks) else None,
+    }
+
+
+def chunk_content(chunk: Chunk, content: Content) -> str:
+    """The text a framework embeds: ``embed_text`` when the engine made one (and it is asked
+    for), else the chunk's text."""
+    if content == "embed_text" and chunk.embed_text is not None:
+        return chunk.embed_text
+    return chunk.text

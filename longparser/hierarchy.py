@@ -1,0 +1,125 @@
+"""Section paths from heading levels, for inputs whose headings carry a level but no path.
+
+Many producers know each heading's depth (``heading_level``: Markdown's ``#`` count, an HTML
+``<h2>``, a PDF outline) but fill no ``hierarchy_path``; without paths every chunk's
+``section_path`` would be empty and ``heading_context`` would add nothing. The rule, one
+definition for the engine and the converters that build paths (``loaders.markdown``):
+
+* A heading of level n closes every open heading of level n or deeper and opens its own; its
+  path includes itself (LongParser's convention), so a heading starts the section it names.
+* Every other block takes the open headings' path; page headers and footers belong to no
+  section (``[]``), as in LongParser's own output.
+* A heading without a level counts as level 1 (it closes everything open); a heading whose text
+  is blank opens nothing (it is excluded anyway).
+
+The engine derives paths only when NO block of the input has a non-empty ``hierarchy_path``:
+a path given anywhere means the producer states the structure, and it is used exactly as
+given. :class:`DerivedPaths` watches the blocks as ``prepare`` reads them (one pass, nothing
+held but one shared tuple per block) and stops looking at the first block that has a path.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from typing import Any, Literal
+
+from longparser.prepare import Rec
+from schemas import Chunk, ChunkingConfig
+
+logger = logging.getLogger(__name__)
+
+SectionPaths = Literal["input", "derived", "none"]
+DEFAULT_LEVEL = 1
+_NO_SECTION = frozenset({"header", "footer"})
+
+
+class HeadingStack:
+    """The open headings while a document is read in order (see the module doc for the rule)."""
+
+    __slots__ = ("_levels", "path")
+
+    def __init__(self) -> None:
+        self._levels: list[int] = []
+        self.path: tuple[str, ...] = ()
+
+    def heading(self, level: int | None, title: str) -> tuple[str, ...]:
+        """Open a heading; returns its own path (which includes it)."""
+        title = title.strip()
+        if not title:
+            return self.path
+        level = DEFAULT_LEVEL if level is None else level
+        depth = len(self._levels)
+        while depth and self._levels[depth - 1] >= level:
+            depth -= 1
+        del self._levels[depth:]
+        self._levels.append(level)
+        self.path = (*self.path[:depth], title)
+        return self.path
+
+    def path_of(self, kind: str, level: int | None, text: str) -> tuple[str, ...]:
+        """The path of a block of type ``kind`` read next (a heading is opened first)."""
+        if kind == "heading":
+            return self.heading(level, text)
+        return () if kind in _NO_SECTION else self.path
+
+
+class DerivedPaths:
+    """The blocks ``prepare`` reads, passed through, with the path each would get from levels.
+
+    Iterate it instead of the blocks, then call :meth:`apply` on the records prepare made.
+    """
+
+    __slots__ = ("blocks", "given", "headings", "paths")
+
+    def __init__(self, blocks: Iterable[dict[str, Any]]) -> None:
+        self.blocks = blocks
+        self.given = False  # a block of the input has a non-empty hierarchy_path
+        self.headings = 0
+        self.paths: list[tuple[str, ...]] = []  # by block position, while no path was given
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        stack = HeadingStack()
+        blocks = iter(self.blocks)
+        for block in blocks:
+            if block["hierarchy_path"]:
+                self.given = True
+                yield block
+                yield from blocks  # the input states its structure: nothing more to watch
+                return
+            kind = block["type"]
+            if kind == "heading":
+                self.headings += 1
+            self.paths.append(stack.path_of(kind, block["heading_level"], block["text"]))
+            yield block
+
+    def apply(self, records: list[Rec]) -> SectionPaths:
+        """Give ``records`` their derived paths when the input has none of its own.
+
+        Returns where the chunks' section paths come from: ``input`` (the blocks' own paths),
+        ``derived`` (from heading levels) or ``none`` (no paths and no headings to derive
+        them from).
+        """
+        if self.given:
+            return "input"
+        if not self.headings:
+            return "none"
+        paths = self.paths
+        for rec in records:
+            rec.path = paths[rec.pos]
+        return "derived" if any(rec.path for rec in records) else "none"
+
+
+HEADING_CONTEXT_UNUSED = (
+    "heading_context changes nothing: no chunk has a section path (no block has a "
+    "hierarchy_path and no heading to derive one from)"
+)
+
+
+def context_warnings(config: ChunkingConfig, chunks: list[Chunk]) -> list[str]:
+    """``stats.warnings``: a warning, also logged once per call, when ``heading_context`` was
+    asked for but no chunk has a section path to put before its text."""
+    if not config.heading_context or not chunks or any(chunk.section_path for chunk in chunks):
+        return []
+    logger.warning(HEADING_CONTEXT_UNUSED)
+    return [HEADING_CONTEXT_UNUSED]

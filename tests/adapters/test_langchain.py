@@ -1,0 +1,65 @@
+"""LangChain ``Document``s from a chunking result, round-tripped through LangChain's own
+``InMemoryVectorStore`` with its ``DeterministicFakeEmbedding`` (no model, no network)."""
+
+from __future__ import annotations
+
+import pytest
+from pytest_socket import SocketBlockedError
+
+from adapters.langchain import to_documents
+from schemas import ChunkResult
+
+pytestmark = pytest.mark.framework_adapters
+
+
+@pytest.mark.filterwarnings("ignore:A test tried to use socket")
+def test_sockets_are_refused_here():
+    import socket
+
+    with pytest.raises(SocketBlockedError):
+        socket.socket()
+
+
+def test_documents_carry_the_chunks_and_their_metadata(result: ChunkResult):
+    from langchain_core.documents import Document
+
+    documents = to_documents(result)
+    assert len(documents) == len(result.chunks) > 10
+    for index, (document, chunk) in enumerate(zip(documents, result.chunks, strict=True)):
+        assert isinstance(document, Document)
+        assert document.id == chunk.chunk_id
+        assert document.page_content == chunk.embed_text  # heading_context on: what the engine embeds
+        assert document.metadata == {
+            "chunk_id": chunk.chunk_id, "document_id": "docling-ocr", "chunk_index": index,
+            "chunk_type": chunk.chunk_type, "page_numbers": [], "section_path": chunk.section_path,
+            "quality_score": chunk.quality_score, "token_count": chunk.token_count,
+            "previous_chunk_id": result.chunks[index - 1].chunk_id if index else None,
+            "next_chunk_id": result.chunks[index + 1].chunk_id if index + 1 < len(result.chunks) else None,
+        }
+    assert {d.metadata["chunk_type"] for d in documents} >= {"section", "table", "table_schema"}
+    assert [d.page_content for d in to_documents(result, content="text")] == [c.text for c in result.chunks]
+
+
+def test_round_trip_through_the_in_memory_vector_store(result: ChunkResult):
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    documents = to_documents(result)
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=64))
+    ids = store.add_documents(documents)
+    assert ids == [c.chunk_id for c in result.chunks]  # the chunk ids, so re-adding replaces
+    stored = store.get_by_ids(ids)
+    assert [(d.id, d.page_content, d.metadata) for d in stored] == \
+        [(d.id, d.page_content, d.metadata) for d in documents]
+    # the fake embedding is a function of the text: a chunk's own text finds that chunk first
+    for document in documents[::5]:
+        [found] = store.similarity_search(document.page_content, k=1)
+        assert found.id == document.id and found.metadata == document.metadata
+    assert store.add_documents(documents) == ids and len(store.store) == len(documents)
+    # previous/next links resolve to stored chunks, in reading order
+    by_id = {d.id: d for d in stored}
+    for document in stored:
+        following = document.metadata["next_chunk_id"]
+        if following is not None:
+            assert by_id[following].metadata["previous_chunk_id"] == document.id
+            assert by_id[following].metadata["chunk_index"] == document.metadata["chunk_index"] + 1

@@ -1,0 +1,378 @@
+"""Contract test: the real kombu Redis transport, as the worker extends it, on a real redis-server.
+
+The fault suite (``make test-faults``, minutes) proves the guarantees of docs/operations.md end to
+end; they rest on a handful of behaviours of kombu's ack emulation and of Celery's request
+bookkeeping that worker/celery_compat.py reaches through private accessors. This module holds
+those behaviours in seconds, in ``make test``, so a kombu or Celery upgrade that changes one of
+them fails here before it reaches the fault suite:
+
+* hold: a delivered, unacknowledged message leaves its queue for the ``unacked`` hash and index,
+  and the channel's QoS reports it held;
+* ack and reject remove it for good; reject with requeue puts it back, flagged redelivered;
+* a warm close (SIGTERM) puts back what the channel held;
+* restore on reconnect: Redis gone while messages are held (the restore at close fails and
+  nothing is lost), back again, then the next channel puts back what nobody runs, leaves the
+  running one held, and that one's acknowledgement goes through the new channel;
+* a message taken off its queue whose ``unacked`` entry cannot be written (Redis refusing
+  writes) is kept in memory and put back once Redis accepts writes;
+* Celery's running-request set and ``Request.message`` as the restore step reads them; kombu's
+  JSON marker as the worker's decoder relies on it.
+
+Each scenario is a function that asserts; the last test breaks one accessor at a time and shows
+that the scenario relying on it fails. redis-server is started by this module on a free port
+(``--save "" --appendonly no``, a temporary directory), stopped by PID.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import decimal
+import shutil
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import redis
+from kombu import Connection, Exchange, Producer, Queue
+from kombu.utils import json as kombu_json
+
+from config.settings import Settings
+from service.celeryconfig import celery_config
+from tests.processes import ManagedProcess, start_process
+from worker import celery_compat as compat
+from worker.restore import RestoreHeldMessages
+from worker.transport import HoldingQoS, transport_for
+
+REDIS_SERVER = shutil.which("redis-server")
+QUEUE = "contract"
+
+
+# --------------------------------------------------------------------------- redis-server
+
+
+class Server:
+    """One redis-server without persistence on a free port; :meth:`shutdown_saving` keeps the data
+    for the next :meth:`start` through an explicit RDB save. Every connection a scenario opens is
+    closed before the server stops, even when the scenario fails."""
+
+    def __init__(self, base: Path) -> None:
+        if REDIS_SERVER is None:
+            pytest.fail("the contract test needs redis-server on PATH (Debian: apt-get install redis-server)")
+        self.dir = base
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        self.proc: ManagedProcess | None = None
+        self.connections: list[Connection] = []
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def client(self) -> redis.Redis:
+        return redis.Redis(port=self.port, socket_connect_timeout=2, socket_timeout=2)
+
+    def start(self) -> Server:
+        argv = [str(REDIS_SERVER), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                "--appendonly", "no", "--dir", str(self.dir), "--dbfilename", "contract.rdb"]
+        self.proc = start_process(f"redis-contract-{self.port}", argv, self.dir)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if self.client().ping():
+                    return self
+            except redis.RedisError:
+                pass
+            if not self.proc.alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"redis-server did not start:\n{self.proc.log_text()[-2000:]}")
+            time.sleep(0.02)
+
+    def shutdown_saving(self) -> None:
+        """Redis goes away, its data saved first (an RDB, as a Redis with persistence keeps it):
+        connections are refused until ``start``."""
+        assert self.proc is not None
+        self.client().save()
+        self.proc.stop(grace_s=10)  # SIGTERM: without save points, it exits without writing again
+
+    def stop(self) -> None:
+        for connection in self.connections:
+            with contextlib.suppress(Exception):
+                connection.close()
+        if self.proc is not None:
+            self.proc.stop(grace_s=5)
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    server = Server(tmp_path).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+# --------------------------------------------------------------------------- the worker's transport
+
+
+@dataclass
+class Consumer:
+    """A connection and channel of the worker's transport, configured as the fleet's."""
+
+    connection: Connection
+    channel: Any
+    queue: Any
+
+    @property
+    def qos(self) -> HoldingQoS:
+        return self.channel.qos
+
+    def get(self) -> Any:
+        message = self.queue.get(no_ack=False)  # basic_get: delivered and held like a consumed one
+        assert message is not None, "the queue is empty"
+        return message
+
+
+def connect(server: Server, key_prefix: str = "") -> Consumer:
+    settings = Settings(broker_url=server.url, result_url=server.url, celery_key_prefix=key_prefix)
+    config = celery_config(settings)
+    connection = Connection(server.url, transport=transport_for(server.url),
+                            transport_options={**config["broker_transport_options"], "socket_timeout": 2,
+                                               "socket_connect_timeout": 2})
+    server.connections.append(connection)
+    channel = connection.channel()
+    assert isinstance(channel.qos, HoldingQoS)
+    queue = Queue(QUEUE, Exchange(QUEUE, type="direct"), routing_key=QUEUE)(channel)
+    queue.declare()
+    return Consumer(connection, channel, queue)
+
+
+def publish(consumer: Consumer, *bodies: dict[str, Any]) -> None:
+    producer = Producer(consumer.channel, exchange=consumer.queue.exchange, routing_key=QUEUE)
+    for body in bodies:
+        producer.publish(body, serializer="json")
+
+
+@dataclass
+class Keys:
+    """What Redis holds, read with a plain client."""
+
+    queued: list[dict[str, Any]]  # payloads, next one to deliver first
+    unacked: set[str]  # delivery tags with an entry in the hash
+    indexed: set[str]  # delivery tags in the index
+
+
+def read(server: Server, key_prefix: str = "") -> Keys:
+    client = server.client()
+    queued = [kombu_json.loads(item) for item in reversed(client.lrange(key_prefix + QUEUE, 0, -1))]
+    unacked = {tag.decode() for tag in client.hkeys(key_prefix + "unacked")}
+    indexed = {tag.decode() for tag in client.zrange(key_prefix + "unacked_index", 0, -1)}
+    return Keys(queued, unacked, indexed)
+
+
+def bodies(keys: Keys) -> list[Any]:
+    return [kombu_json.loads(payload["body"]) for payload in keys.queued]
+
+
+def redelivered(keys: Keys) -> list[bool]:
+    return [payload["properties"]["delivery_info"].get("redelivered", False) for payload in keys.queued]
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+def check_hold_and_ack(server: Server, key_prefix: str = "") -> None:
+    consumer = connect(server, key_prefix)
+    publish(consumer, {"n": 1})
+    message = consumer.get()
+    tag = message.delivery_tag
+    held = read(server, key_prefix)
+    assert held.queued == [] and held.unacked == held.indexed == {tag}, "a delivered message is held"
+    assert compat.held_tags(consumer.qos) == [tag]
+    message.ack()
+    acked = read(server, key_prefix)
+    assert acked.queued == [] and acked.unacked == acked.indexed == set(), "an ack removes it for good"
+    assert compat.held_tags(consumer.qos) == []
+    consumer.connection.close()
+
+
+def check_reject(server: Server) -> None:
+    consumer = connect(server)
+    publish(consumer, {"n": "dropped"}, {"n": "again"})
+    dropped, again = consumer.get(), consumer.get()
+    dropped.reject(requeue=False)
+    keys = read(server)
+    assert keys.queued == [] and keys.unacked == keys.indexed == {again.delivery_tag}
+    again.reject(requeue=True)
+    keys = read(server)
+    assert bodies(keys) == [{"n": "again"}] and redelivered(keys) == [True], "requeued, flagged redelivered"
+    assert keys.unacked == keys.indexed == set()
+    assert compat.held_tags(consumer.qos) == []
+    assert consumer.get().payload == {"n": "again"}
+    consumer.connection.close()
+
+
+def check_warm_close(server: Server) -> None:
+    consumer = connect(server)
+    publish(consumer, {"n": 1}, {"n": 2})
+    consumer.get(), consumer.get()
+    consumer.connection.close()  # a warm shutdown closes the channel with Redis there
+    keys = read(server)
+    assert sorted(b["n"] for b in bodies(keys)) == [1, 2] and all(redelivered(keys))
+    assert keys.unacked == keys.indexed == set()
+
+
+def check_restore_on_reconnect(server: Server) -> None:
+    old = connect(server)
+    publish(old, {"n": 1}, {"n": 2}, {"n": 3})
+    first, second, running = old.get(), old.get(), old.get()
+    server.shutdown_saving()
+    old.connection.collect()  # what Celery's consumer does with a connection that failed
+    assert compat.is_detached(old.qos)
+    assert sorted(compat.held_tags(old.qos)) == sorted(m.delivery_tag for m in (first, second, running))
+    server.start()
+    assert read(server).unacked == {first.delivery_tag, second.delivery_tag, running.delivery_tag}
+
+    new = connect(server)
+    step = RestoreHeldMessages(SimpleNamespace())
+    left = step.restore(new.qos, [old.qos], running={running.delivery_tag})
+    keys = read(server)
+    assert sorted(b["n"] for b in bodies(keys)) == [1, 2] and all(redelivered(keys)), "put back on reconnect"
+    assert keys.unacked == {running.delivery_tag} and left == [old.qos], "the running one stays held"
+    assert compat.held_tags(old.qos) == [running.delivery_tag]
+    running.ack()  # its task ends: acknowledged through the channel that replaced the closed one
+    keys = read(server)
+    assert keys.unacked == keys.indexed == set() and compat.held_tags(old.qos) == []
+    assert step.restore(new.qos, left, running=set()) == []
+    assert sorted(b["n"] for b in bodies(read(server))) == [1, 2]  # nothing put back twice
+    new.connection.close()
+
+
+def check_unwritten_entry(server: Server) -> None:
+    consumer = connect(server)
+    publish(consumer, {"n": "taken"})
+    admin = server.client()
+    admin.config_set("maxmemory", 1)  # noeviction: writes refused, reads and pops allowed
+    try:
+        message = consumer.get()  # off its queue; its unacked entry cannot be written
+        keys = read(server)
+        assert keys.queued == [] and keys.unacked == set()
+        assert message.delivery_tag in consumer.qos.unwritten, "kept in memory"
+        assert compat.held_tags(consumer.qos) == [message.delivery_tag]
+        consumer.qos.restore_unacked()  # a restore while Redis still refuses: still kept
+        assert message.delivery_tag in consumer.qos.unwritten
+    finally:
+        admin.config_set("maxmemory", 0)
+    consumer.qos.restore_unacked()  # the next restore, Redis writable again
+    keys = read(server)
+    assert bodies(keys) == [{"n": "taken"}] and keys.unacked == set(), "put back from memory"
+    assert consumer.qos.unwritten == {} and compat.held_tags(consumer.qos) == []
+    consumer.connection.close()
+
+
+def check_celery_request_bookkeeping(server: Server) -> None:
+    from celery import Celery
+    from celery.worker.request import Request
+    from celery.worker.state import active_requests
+
+    app = Celery("contract", set_as_current=False)
+    app.conf.update(celery_config(Settings(broker_url=server.url, result_url=server.url)))
+    task = app.task(name="contract.noop")(_noop)
+    consumer = connect(server)
+    headers, properties, body, _ = app.amqp.as_task_v2(str(uuid.uuid4()), task.name, args=[])
+    Producer(consumer.channel, exchange=consumer.queue.exchange, routing_key=QUEUE).publish(
+        body, headers=headers, serializer="json", **properties)
+    request = Request(consumer.get(), app=app, task=task)
+    active_requests.add(request)  # what the worker does as the pool takes the task
+    try:
+        assert compat.running_delivery_tags() == {request.message.delivery_tag}
+        compat.release_request(request)
+        assert compat.running_delivery_tags() == set()
+    finally:
+        active_requests.discard(request)
+    consumer.connection.close()
+
+
+def check_json_marker() -> None:
+    values = {"when": datetime.datetime(2026, 1, 2, 3, 4, 5), "id": uuid.UUID(int=7),
+              "amount": decimal.Decimal("1.5"), "raw": b"\x00\x01"}
+    for name, value in values.items():
+        text = kombu_json.dumps({name: value})
+        assert compat.TYPE_MARKER in text, f"kombu encodes {name} without the marker the decoder skips on"
+        assert compat.fast_json_loads(text) == kombu_json.loads(text) == {name: value}
+
+
+# --------------------------------------------------------------------------- the tests
+
+
+@pytest.mark.parametrize("key_prefix", ["", "lp-contract:"], ids=["no-prefix", "global-keyprefix"])
+def test_a_delivered_message_is_held_until_acknowledged(server: Server, key_prefix: str) -> None:
+    check_hold_and_ack(server, key_prefix)
+
+
+def test_reject_drops_or_requeues(server: Server) -> None:
+    check_reject(server)
+
+
+def test_a_warm_close_puts_back_what_the_channel_held(server: Server) -> None:
+    check_warm_close(server)
+
+
+def test_held_messages_survive_redis_going_away_and_are_put_back_on_reconnect(server: Server) -> None:
+    check_restore_on_reconnect(server)
+
+
+def test_a_message_whose_unacked_entry_cannot_be_written_is_kept_and_put_back(server: Server) -> None:
+    check_unwritten_entry(server)
+
+
+def test_celery_tracks_running_requests_by_their_message(server: Server) -> None:
+    check_celery_request_bookkeeping(server)
+
+
+def test_kombu_marks_every_type_it_revives() -> None:
+    check_json_marker()
+
+
+def _noop(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+# An accessor replaced by a plausible wrong version, and the scenario that must then fail.
+BROKEN: list[tuple[str, Callable[..., Any], Callable[[Server], None]]] = [
+    ("held_tags", lambda qos: [], check_hold_and_ack),
+    ("remove_unacked_entry", _noop, check_hold_and_ack),
+    ("forget_acknowledged", _noop, check_hold_and_ack),
+    ("restore_from_unacked", _noop, check_reject),
+    ("restore_from_unacked", _noop, check_restore_on_reconnect),
+    ("is_detached", lambda qos: False, check_restore_on_reconnect),
+    ("forget_delivery", _noop, check_restore_on_reconnect),
+    ("push_raw_message", _noop, check_unwritten_entry),
+    ("record_in_memory", _noop, check_unwritten_entry),
+    ("running_delivery_tags", lambda: set(), check_celery_request_bookkeeping),
+    ("release_request", _noop, check_celery_request_bookkeeping),
+]
+
+
+@pytest.mark.parametrize(("accessor", "broken", "scenario"), BROKEN,
+                         ids=[f"{name}-{scenario.__name__}" for name, _, scenario in BROKEN])
+def test_a_broken_accessor_fails_its_scenario(server: Server, monkeypatch: pytest.MonkeyPatch, accessor: str,
+                                              broken: Callable[..., Any],
+                                              scenario: Callable[[Server], None]) -> None:
+    monkeypatch.setattr(compat, accessor, broken)
+    with pytest.raises(AssertionError):
+        scenario(server)
+
+
+def test_a_decoder_without_the_marker_check_fails_the_json_contract(monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    monkeypatch.setattr(compat, "fast_json_loads", json.loads)  # the hook skipped for every body
+    with pytest.raises(AssertionError):
+        check_json_marker()

@@ -1,0 +1,106 @@
+"""The README says what the code does: its snippets run, its synopsis names every option, and
+what it tells a newcomer (where the command is, which Redis the tests use, how to reach the
+compose fleet from the host) matches the code and the docker files.
+
+The producer snippet needs a worker: tests/integration/test_worker_fleet.py runs it as written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cli.main import build_parser
+from config.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+SAMPLE = ROOT / "examples" / "sample_document.json"
+
+
+def readme_section(title: str) -> str:
+    """The text of the README section ``## title``, up to the next section."""
+    start = README.index(f"\n## {title}\n")
+    end = README.find("\n## ", start + 1)
+    return README[start:end if end >= 0 else None]
+
+
+def code_blocks(text: str, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.DOTALL)
+
+
+def test_the_library_snippet_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    [snippet] = code_blocks(readme_section("The engine as a library"), "python")
+    dump = json.loads(SAMPLE.read_text(encoding="utf-8"))
+    (tmp_path / "report.json").write_text(json.dumps(dump), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    blocks = [block for page in dump["pages"] for block in page["blocks"]]
+    namespace: dict[str, Any] = {"blocks": blocks}
+    exec(compile(snippet, "README.md", "exec"), namespace)  # the README's own code, as a reader runs it
+    assert namespace["request"].document_id == "sample-annual-report"  # the dump's own id
+    assert namespace["result"].chunks
+    assert max(chunk.token_count for chunk in namespace["strict"].chunks) <= 256
+
+
+def test_the_inputs_page_snippet_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    page = (ROOT / "docs" / "inputs.md").read_text(encoding="utf-8")
+    snippet = next(block for block in code_blocks(page, "python") if "parse_input" in block)
+    shutil.copy(SAMPLE, tmp_path / "report.json")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, Any] = {}
+    exec(compile(snippet, "docs/inputs.md", "exec"), namespace)
+    assert namespace["result"].document_id == "sample-annual-report"
+
+
+def _options(parser: Any) -> list[tuple[str, ...]]:
+    """Each option's spellings (``("-c", "--config")``), help left out."""
+    return [tuple(action.option_strings) for action in parser._actions
+            if action.option_strings and "--help" not in action.option_strings]
+
+
+def test_the_synopsis_names_every_option_of_every_command() -> None:
+    [synopsis] = code_blocks(readme_section("Command line"), "bash")
+    lines = synopsis.replace("\n                    ", " ").replace("\n              ", " ").splitlines()
+    config_flags = next(line for line in lines if line.startswith("CONFIG FLAGS:"))
+    subparsers = next(action for action in build_parser()._actions if action.choices)
+    for command, parser in subparsers.choices.items():
+        [line] = [line for line in lines if line.startswith(f"longparser {command} ")]
+        if "[CONFIG FLAGS]" in line:
+            line += " " + config_flags
+        missing = [spellings for spellings in _options(parser)
+                   if not any(f"[{option} " in line or f"[{option}]" in line or f" {option} " in line
+                              for option in spellings)]  # a required option is written without brackets
+        assert not missing, f"README synopsis of {command} lacks {missing}"
+
+
+def test_the_readme_says_where_make_put_the_command() -> None:
+    assert "`.venv/bin/longparser`" in README and "`. .venv/bin/activate`" in README
+    assert (Path(sys.executable).parent / "longparser").exists()  # the suite runs from that venv
+
+
+def test_compose_publishes_redis_where_the_default_urls_point() -> None:
+    compose = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text(encoding="utf-8"))
+    [published] = compose["services"]["redis"]["ports"]
+    host, port, container = re.fullmatch(r"([\d.]+):\$\{REDIS_HOST_PORT:-(\d+)\}:(\d+)", published).groups()
+    assert (host, container) == ("127.0.0.1", "6379")  # loopback only: this Redis has no password
+    default = Settings(_env_file=None)
+    assert default.broker_url == default.result_url == f"redis://{host}:{port}/0"
+    fleet = readme_section("Running the fleet")
+    assert f"`{host}:{port}`" in fleet and "`REDIS_HOST_PORT`" in fleet
+    assert ".venv/bin/longparser submit examples/sample_document.json --wait" in fleet
+
+
+def test_the_suite_uses_a_redis_it_starts_unless_one_is_named() -> None:
+    from tests.integration.conftest import TEST_REDIS_ENV, choose_redis
+
+    assert choose_redis(None, "/usr/bin/redis-server") == "redis-server"  # never the machine's own
+    assert choose_redis(None, None) == "embedded"
+    assert choose_redis("redis://cache:6379", "/usr/bin/redis-server") == "configured"
+    assert f"`{TEST_REDIS_ENV}`" in README

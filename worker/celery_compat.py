@@ -1,0 +1,458 @@
+"""Every use of a Celery, kombu or redis-py internal, in one module, checked when a worker starts.
+
+The fleet's guarantees (docs/operations.md: nothing lost when Redis restarts, goes away or a
+worker is stopped) rest on behaviours of kombu's Redis transport and Celery's worker that their
+public API does not offer. Each is reached here through one accessor whose comment names the
+upstream issue, or the upstream behaviour, it works around; :mod:`worker.transport`,
+:mod:`worker.restore`, :mod:`worker.signals` and :mod:`tasks.chunk` use only these.
+
+Two checks keep an upgrade from switching a guarantee off without an error:
+
+* at worker start (``worker_init``, before forking) :func:`check_dependencies` refuses, in one
+  line, a Celery, kombu or redis-py outside the ranges the fault suite proved (the ``worker``
+  extra of pyproject.toml, read from the installed package's metadata) and any internal below
+  that is missing or has another signature; ``LONGPARSER_ACCEPT_UNTESTED_DEPS=true`` turns the
+  refusal into one warning line;
+* what the internals *do* is held by the contract test (tests/integration/test_kombu_contract.py),
+  against the real transport and a real redis-server, in ``make test``.
+
+Upgrading Celery, kombu or redis-py is a deliberate change: ``make constraints``, widen the
+ranges in pyproject.toml, run ``make test test-faults`` (docs/operations.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import json
+import logging
+import re
+import warnings
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cached_property
+from importlib import metadata
+from types import SimpleNamespace
+from typing import Any, NamedTuple
+
+from celery import current_app as celery_current_app
+from celery.exceptions import CPendingDeprecationWarning
+from celery.worker import request as celery_request
+from celery.worker import state as celery_state
+from celery.worker.consumer import consumer as celery_consumer
+from celery.worker.consumer import tasks as celery_consumer_tasks
+from kombu.serialization import registry
+from kombu.transport import base as kombu_base
+from kombu.transport import redis as kombu_redis
+from kombu.transport import virtual
+from kombu.utils import json as kombu_json
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+
+logger = logging.getLogger(__name__)
+
+DISTRIBUTION = "longparser-worker"
+EXTRA = "worker"
+# The distributions whose internals this module reaches into (redis-py: through kombu's transport).
+PINNED = ("celery", "kombu", "redis")
+ACCEPT_ENV = "LONGPARSER_ACCEPT_UNTESTED_DEPS"
+
+# The classes the worker's transport extends (worker/transport.py). Only Transport and Channel
+# are kombu's documented extension points (``broker_transport`` takes a class path); QoS is the
+# transport's ack emulation, undocumented: every method of it we override is checked below.
+RedisQoS = kombu_redis.QoS
+RedisChannel = kombu_redis.Channel
+RedisTransport = kombu_redis.Transport
+RedisSentinelChannel = kombu_redis.SentinelChannel
+RedisSentinelTransport = kombu_redis.SentinelTransport
+
+
+class RawMessage(NamedTuple):
+    """A message as the transport stores it: wire payload, exchange and routing key."""
+
+    payload: dict[str, Any]
+    exchange: str
+    routing_key: str
+
+
+# --------------------------------------------------------------------------- kombu: ack emulation
+#
+# kombu emulates acknowledgements on Redis (kombu.transport.redis.QoS): a delivered message waits
+# in the ``unacked`` hash (indexed by delivery time in ``unacked_index``) until it is
+# acknowledged; the channel's QoS remembers, in memory, what it delivered (``_delivered``) and
+# what was acknowledged since (``_dirty``). When a channel closes because Redis is gone, kombu's
+# restore of those messages fails, and nothing puts them back before the visibility timeout
+# (an hour): restore on reconnect was asked for upstream and closed undone (celery/celery#1307).
+
+
+def held_tags(qos: Any) -> list[Any]:
+    """Delivery tags ``qos`` holds: delivered, neither acknowledged nor rejected.
+
+    Reads kombu's ``virtual.QoS._delivered`` and ``._dirty`` (no public view of what a channel
+    holds; celery/celery#1307). Raises AttributeError if either is gone: a silent ``[]`` would
+    switch restore-on-reconnect off.
+    """
+    delivered, dirty = qos._delivered, qos._dirty
+    return [tag for tag in list(delivered) if tag not in dirty]
+
+
+def forget_delivery(qos: Any, tag: Any) -> None:
+    """Drop ``tag`` from what ``qos`` holds, once this worker put the message back itself.
+
+    kombu has no public call for one tag: its ``restore_unacked`` clears ``_delivered`` whole
+    after restoring all (celery/celery#1307).
+    """
+    qos._delivered.pop(tag, None)
+
+
+def record_in_memory(qos: Any, message: Any, tag: Any) -> None:
+    """Remember a delivered message in ``qos`` without writing its ``unacked`` entry.
+
+    kombu's Redis ``QoS.append`` writes the entry first and remembers the message only if the
+    write succeeds; a message BRPOP took off its queue just before the connection dropped is
+    then held nowhere (lost: celery/kombu#305, celery/celery#1392 ask for an atomic move). This
+    calls the generic ``virtual.QoS.append`` past the Redis one.
+    """
+    virtual.QoS.append(qos, message, tag)
+
+
+def forget_acknowledged(qos: Any, tag: Any) -> None:
+    """Mark ``tag`` acknowledged in memory only (``virtual.QoS.ack`` past the Redis one).
+
+    kombu's Redis ``QoS.ack`` deletes the ``unacked`` entry through the channel's own
+    connection; after a reconnect that channel is closed and the task's acknowledgement fails,
+    so the task runs twice (celery/celery#4671). The caller deletes the entry through the live
+    channel (:func:`remove_unacked_entry`), then forgets the tag here.
+    """
+    virtual.QoS.ack(qos, tag)
+
+
+def raw_message(message: Any) -> RawMessage:
+    """The wire payload of a kombu message with its exchange and routing key.
+
+    kombu keeps the payload only as ``Message._raw`` (its own ``QoS.append`` writes that into
+    the ``unacked`` hash); a message whose entry could not be written is kept in memory the
+    same way (celery/kombu#305).
+    """
+    delivery = message.delivery_info
+    return RawMessage(message._raw, delivery["exchange"], delivery["routing_key"])
+
+
+def remove_unacked_entry(qos: Any, tag: Any) -> None:
+    """Delete ``tag``'s ``unacked`` entry and index through ``qos``'s channel (an ack's Redis part).
+
+    ``QoS._remove_from_indices`` is the only call that does it for another channel's message
+    (celery/celery#4671: acknowledgements after a reconnect).
+    """
+    qos._remove_from_indices(tag).execute()
+
+
+def restore_from_unacked(qos: Any, tag: Any, *, leftmost: bool = False) -> None:
+    """Move ``tag``'s message from the ``unacked`` hash back to its queue (a no-op once acked).
+
+    ``QoS.restore_by_tag`` is kombu's own atomic move (WATCH on the hash), used by its
+    ``restore_visible``; there is no public call for one tag (celery/celery#1307).
+    """
+    qos.restore_by_tag(tag, leftmost=leftmost)
+
+
+def push_raw_message(channel: Any, message: RawMessage) -> None:
+    """Put a raw message back in its queue through ``channel`` (one pipeline).
+
+    ``Channel._do_restore_message`` is how kombu routes a stored payload (exchange and routing
+    key to queue lists, priority, the ``redelivered`` flag); called by keyword, so a reordered
+    signature fails loudly instead of pushing to the wrong key (celery/kombu#305).
+    """
+    with channel.conn_or_acquire() as client:
+        pipe = client.pipeline()
+        channel._do_restore_message(payload=message.payload, exchange=message.exchange,
+                                    routing_key=message.routing_key, pipe=pipe)
+        pipe.execute()
+
+
+def is_detached(qos: Any) -> bool:
+    """True when ``qos``'s channel was closed, or its connection was (after an error).
+
+    kombu sets ``Channel.connection`` (the transport) to None when the channel closes
+    (``virtual.Transport.close_channel``) and the transport's ``client`` to None when the
+    connection closes; an old channel has no other "closed" flag that survives both.
+    """
+    transport = qos.channel.connection
+    return transport is None or transport.client is None
+
+
+class ReusedClient:
+    """Channel mixin: one ``redis.Redis`` per channel instead of one per command.
+
+    kombu's Redis ``Channel.conn_or_acquire()`` yields a new ``self._create_client()`` for every
+    command outside a pipeline it is given (the unacked entry, the ack, each task event), and
+    building a client copies redis-py's table of response callbacks: a real cost several times
+    per task in the worker parent. No upstream issue asks for a shared client; this builds one
+    per channel, on the channel's own pool, with kombu's own ``_create_client``.
+    """
+
+    @cached_property
+    def _reused_client(self) -> Any:
+        return self._create_client()  # type: ignore[attr-defined]
+
+    @contextmanager
+    def conn_or_acquire(self, client: Any = None) -> Iterator[Any]:
+        yield client if client else self._reused_client
+
+
+# --------------------------------------------------------------------------- Celery
+
+
+# The consumer step that creates the task consumer: a step that reads the consumer's channel
+# must run after it, and bootsteps name what they require by these internal paths.
+CONSUMER_TASKS_STEP = f"{celery_consumer_tasks.__name__}:Tasks"
+
+
+def current_app() -> Any:
+    """The process's current Celery app (a pool child sets its worker's before it starts).
+
+    ``celery.current_app`` is a proxy; the object behind it, as Celery's own docs get it.
+    """
+    return celery_current_app._get_current_object()
+
+
+def running_delivery_tags() -> set[Any]:
+    """Delivery tags of the tasks this worker's pool runs now.
+
+    ``celery.worker.state.active_requests`` is the only list of running requests (``inspect
+    active`` reads it through remote control, which a consumer step cannot use while it
+    starts); each request's message is public (``Request.message``).
+    """
+    return {request.message.delivery_tag for request in list(celery_state.active_requests)}
+
+
+def release_request(request: Any) -> None:
+    """Take a request out of the worker's running and reserved sets.
+
+    Celery's hard-time-limit handling (``Request.on_timeout``) calls
+    ``celery.worker.state.task_ready`` before it acknowledges; a custom ``on_timeout`` that
+    rejects instead must call it too, or the worker counts the task as running for ever.
+    """
+    celery_state.task_ready(request)
+
+
+def quiet_connection_loss_notice() -> None:
+    """Silence Celery's multi-line notice printed on every broker connection loss.
+
+    ``Consumer.on_connection_error_after_connected`` warns ``CANCEL_TASKS_BY_DEFAULT`` whenever
+    ``worker_cancel_long_running_tasks_on_connection_loss`` is False, even when the setting is
+    explicit (it is here), burying the outage's own lines. Matched by Celery's own text, so the
+    filter follows it; Celery's logging set-up resets warning filters, so call once ready.
+    """
+    warnings.filterwarnings("ignore", message=re.escape(celery_consumer.CANCEL_TASKS_BY_DEFAULT),
+                            category=CPendingDeprecationWarning)
+
+
+# --------------------------------------------------------------------------- kombu: JSON bodies
+
+# kombu encodes the types it revives (datetime, UUID, Decimal, bytes) as
+# {"__type__": ..., "__value__": ...}; its decoder (kombu.utils.json.loads) calls a Python
+# ``object_hook`` on every JSON object to find them. A chunking request holds hundreds of objects
+# and none of those types, and Celery decodes each body twice (worker parent and pool child).
+TYPE_MARKER = '"__type__"'
+
+
+def fast_json_loads(data: Any) -> Any:
+    """kombu's JSON ``loads``, skipping its object hook when no value can need it."""
+    if isinstance(data, memoryview | bytearray | bytes):
+        data = bytes(data).decode("utf-8")
+    if TYPE_MARKER in data:
+        return kombu_json.loads(data)
+    return json.loads(data)
+
+
+def install_json_decoder() -> None:
+    """Decode ``application/json`` bodies with :func:`fast_json_loads` in this worker process.
+
+    kombu looks decoders up by content type in one process-wide registry, and both decodes of a
+    task body (``Message.payload`` in the parent, ``celery.app.trace`` in the child) go through
+    it: plain ``application/json`` from any producer can only be sped up there. A content type
+    of our own would leave the registry alone, but a worker that does not know it rejects such
+    a message without requeue (Celery's ``on_invalid_task``): a producer upgraded first would
+    lose documents. So the ``json`` codec is re-registered through kombu's public ``register``,
+    with kombu's own encoder, only in worker processes (``worker_init``, before the pool forks):
+    producers, the command line and anything else that builds the app keep kombu's decoder.
+    """
+    registry.register("json", kombu_json.dumps, fast_json_loads, content_type="application/json",
+                      content_encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- the start-up check
+
+
+class UntestedDependencies(RuntimeError):
+    """Celery, kombu or redis-py is outside the tested ranges, or an internal is gone."""
+
+
+@dataclass(frozen=True)
+class Internal:
+    """One internal this module relies on: where it lives and what the accessors pass it.
+
+    ``parameters``: the leading parameter names of a callable (``self`` included for methods);
+    ``kind``: the type a non-callable must have; ``instance``: the attribute is set on each
+    instance by ``owner.__init__`` (found on a probe instance, not on the class).
+    """
+
+    owner: Any
+    attribute: str
+    parameters: tuple[str, ...] = ()
+    kind: type | tuple[type, ...] | None = None
+    instance: Callable[[], Any] | None = None
+
+    @property
+    def path(self) -> str:
+        owner = self.owner
+        name = owner.__name__ if inspect.ismodule(owner) else f"{owner.__module__}.{owner.__qualname__}"
+        return f"{name}.{self.attribute}"
+
+    def problem(self) -> str | None:
+        """Why this internal cannot be used as the accessors use it, or None.
+
+        A class or module must define the attribute itself: a method kombu's Redis classes stop
+        overriding would silently fall back to the generic one.
+        """
+        if self.instance is not None:
+            holder = self.instance()
+            present = hasattr(holder, self.attribute)
+        else:
+            holder = self.owner
+            present = self.attribute in vars(holder)
+        if not present:
+            return f"{self.path} is missing"
+        value = getattr(holder, self.attribute)
+        if self.kind is not None and not isinstance(value, self.kind):
+            return f"{self.path} is a {type(value).__name__}, not {_kind_name(self.kind)}"
+        if self.parameters:
+            try:
+                names = tuple(inspect.signature(value).parameters)
+            except (TypeError, ValueError):
+                return f"{self.path} is not callable"
+            if names[:len(self.parameters)] != self.parameters:
+                return f"{self.path} takes ({', '.join(names)}), not ({', '.join(self.parameters)}, ...)"
+        return None
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(k.__name__ for k in kinds)
+
+
+def _probe_qos() -> Any:
+    """A bare kombu QoS, to see the attributes its ``__init__`` sets."""
+    qos = virtual.QoS(SimpleNamespace(do_restore=False))
+    with contextlib.suppress(Exception):
+        qos.restore_unacked_once()  # cancels its restore at interpreter exit (nothing to restore)
+    return qos
+
+
+def _probe_message() -> Any:
+    """A bare kombu virtual message, to see the attributes its ``__init__`` sets."""
+    return virtual.Message({"properties": {"delivery_tag": "probe", "delivery_info": {}}, "headers": {}},
+                           channel=SimpleNamespace())
+
+
+INTERNALS: tuple[Internal, ...] = (
+    # read and written by the accessors above
+    Internal(virtual.QoS, "_delivered", kind=MutableMapping, instance=_probe_qos),
+    Internal(virtual.QoS, "_dirty", kind=set, instance=_probe_qos),
+    Internal(virtual.QoS, "append", ("self", "message", "delivery_tag")),
+    Internal(virtual.QoS, "ack", ("self", "delivery_tag")),
+    Internal(virtual.Message, "_raw", kind=dict, instance=_probe_message),
+    Internal(kombu_redis.QoS, "_remove_from_indices", ("self", "delivery_tag")),
+    Internal(kombu_redis.QoS, "restore_by_tag", ("self", "tag", "client", "leftmost")),
+    Internal(kombu_redis.Channel, "_do_restore_message",
+             ("self", "payload", "exchange", "routing_key", "pipe")),
+    Internal(kombu_redis.Channel, "_create_client", ("self",)),
+    Internal(virtual.Channel, "__init__", ("self", "connection")),
+    Internal(kombu_base.Transport, "client"),
+    # overridden by worker/transport.py: kombu must still call them, with these arguments
+    Internal(kombu_redis.Channel, "conn_or_acquire", ("self", "client")),
+    Internal(kombu_redis.QoS, "append", ("self", "message", "delivery_tag")),
+    Internal(kombu_redis.QoS, "ack", ("self", "delivery_tag")),
+    Internal(kombu_redis.QoS, "reject", ("self", "delivery_tag", "requeue")),
+    Internal(kombu_redis.QoS, "restore_unacked", ("self", "client")),
+    Internal(kombu_redis.QoS, "restore_visible", ("self",)),
+    # Celery
+    Internal(celery_state, "active_requests", kind=Iterable),
+    Internal(celery_state, "task_ready", ("request",)),
+    Internal(celery_request.Request, "on_timeout", ("self", "soft", "timeout")),
+    Internal(celery_consumer, "CANCEL_TASKS_BY_DEFAULT", kind=str),
+    Internal(celery_consumer_tasks, "Tasks", kind=type),
+    # the JSON decoder whose per-object hook fast_json_loads skips
+    Internal(kombu_json, "loads", ("s",)),
+    Internal(kombu_json, "object_hook", ("o",)),
+)
+
+
+def tested_ranges() -> dict[str, SpecifierSet]:
+    """The ranges of :data:`PINNED` in the installed package's ``worker`` extra."""
+    ranges: dict[str, SpecifierSet] = {}
+    for line in metadata.requires(DISTRIBUTION) or []:
+        requirement = Requirement(line)
+        if requirement.marker is not None and requirement.marker.evaluate({"extra": EXTRA}) \
+                and requirement.name in PINNED:
+            ranges[requirement.name] = requirement.specifier
+    return ranges
+
+
+def version_problems() -> list[str]:
+    """Each pinned distribution installed outside its tested range (or missing)."""
+    try:
+        ranges = tested_ranges()
+    except metadata.PackageNotFoundError:
+        return [f"{DISTRIBUTION} is not installed (pip install -e .), so the tested ranges of "
+                f"{', '.join(PINNED)} are unknown"]
+    problems = []
+    for name in PINNED:
+        wanted = ranges.get(name)
+        if wanted is None:
+            problems.append(f"{DISTRIBUTION}'s [{EXTRA}] extra names no tested range for {name}")
+            continue
+        try:
+            installed = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            problems.append(f"{name} is not installed (tested: {name}{wanted})")
+            continue
+        if not wanted.contains(installed, prereleases=True):
+            problems.append(f"{name} {installed} is outside the tested range {name}{wanted}")
+    return problems
+
+
+def internal_problems() -> list[str]:
+    """Each internal of :data:`INTERNALS` that is missing or has another signature."""
+    problems = []
+    for internal in INTERNALS:
+        try:
+            problem = internal.problem()
+        except Exception as exc:  # a probe that cannot even be built
+            problem = f"{internal.path} cannot be checked ({type(exc).__name__}: {exc})"
+        if problem:
+            problems.append(problem)
+    return problems
+
+
+def check_dependencies(accept_untested: bool) -> list[str]:
+    """Refuse untested Celery/kombu/redis-py versions and missing internals, in one line.
+
+    Returns the problems accepted (logged as one warning) when ``accept_untested``.
+
+    Raises:
+        UntestedDependencies: a problem, not accepted; the message names each one.
+    """
+    problems = version_problems() + internal_problems()
+    if not problems:
+        return []
+    text = "; ".join(problems)
+    if accept_untested:
+        logger.warning("running on untested dependencies (%s=true): %s", ACCEPT_ENV, text)
+        return problems
+    raise UntestedDependencies(
+        f"{text}: the worker relies on Celery, kombu and redis-py internals checked only in the tested "
+        f"ranges (worker/celery_compat.py); install the versions of constraints.txt, or set "
+        f"{ACCEPT_ENV}=true to run untested")
