@@ -99,6 +99,7 @@ bench: $(VENV)/.dev
 	@test -f $(REFERENCE_WHEEL) || $(PIP) download -q --no-deps --only-binary=:all: longparser==0.1.5 \
 		-d $(dir $(REFERENCE_WHEEL)) || echo "reference wheel unavailable: engine figures only"
 	$(PY) bench/bench_engine.py
+	$(PY) bench/bench_tokenizers.py
 
 # The real-document retrieval benchmark (docs/retrieval-benchmark.md): the anchors (docling-core,
 # LangChain, chonkie) run in a throwaway venv under bench-data/ built from pinned requirements,

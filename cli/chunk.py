@@ -1,8 +1,8 @@
 """``longparser chunk``: run the engine on a local file and print (or write) the result.
 
 Usage: ``longparser chunk INPUT [-c CONFIG] [-o OUT.json] [--document-id ID] [--max-tokens N]
-[--min-tokens N] [--token-counter {estimate,model}] [--strict] [--heading-context] [--semantic]
-[--summary]``.
+[--min-tokens N] [--token-counter COUNTER] [--fit TOKENIZER] [--reserve-tokens N] [--strict]
+[--heading-context] [--semantic] [--summary]``.
 
 * INPUT is a JSON list of blocks, a ChunkRequest object, a LongParser Document dump
   (:func:`schemas.parse_input` accepts all three) or a docling ``DoclingDocument``, converted
@@ -15,7 +15,8 @@ Usage: ``longparser chunk INPUT [-c CONFIG] [-o OUT.json] [--document-id ID] [--
   ``chunk -`` (``submit -`` needs an id).
 * Config, lowest to highest precedence: the input's own ``config``, ``-c`` (a JSON file or an
   inline JSON object, :mod:`cli.json_input`), then the flags (``--max-tokens``, ``--min-tokens``,
-  ``--token-counter``, ``--strict``, ``--heading-context``, ``--semantic``).
+  ``--token-counter``, ``--fit``, ``--reserve-tokens``, ``--strict``, ``--heading-context``,
+  ``--semantic``).
 * The result is printed as JSON (``indent=2``, keys in the schema's order), or written to OUT
   atomically: a temporary file in OUT's directory, then ``os.replace`` - a reader never sees a
   partial file, and on any error no file is created.
@@ -39,9 +40,10 @@ without an encoder packs structurally and says so in ``stats.semantic``).
 
 Resources: what the settings name (:meth:`loaders.resources.ResourceSpec.from_settings`, as a
 worker reads them), narrowed to what the request needs (:meth:`~loaders.resources.ResourceSpec.for_request`):
-the word list and the fastText language ID (optional here), the model's token counter (only for
-``token_counter: "model"``) and the encoder (only for semantic mode). Everything heavy is
-imported inside the functions that need it, so ``--help`` and input errors return at once.
+the word list and the fastText language ID (optional here), the counters ``token_counter`` and
+``fit`` name (the model's; a tokenizer the settings declare by name, or one from a path) and the
+encoder (only for semantic mode). Everything heavy is imported inside the functions that need
+it, so ``--help`` and input errors return at once.
 """
 
 from __future__ import annotations
@@ -69,6 +71,8 @@ CONFIG_FLAGS = {
     "max_tokens": "max_tokens",
     "min_tokens": "min_tokens",
     "token_counter": "token_counter",
+    "fit": "fit",
+    "reserve_tokens": "reserve_tokens",
     "strict": "strict_max_tokens",
     "heading_context": "heading_context",
     "semantic": "use_semantic_chunking",
@@ -187,26 +191,30 @@ def _settings() -> Any:
 def load_resources(config: ChunkingConfig) -> Resources:
     """The resources the settings name, narrowed to what ``config`` needs
     (:meth:`~loaders.resources.ResourceSpec.for_request`): word list and language ID (optional:
-    a missing one is one warning and an "off" in ``stats.resources``), the model's token counter
-    (``token_counter: "model"``), the encoder (``use_semantic_chunking``).
+    a missing one is one warning and an "off" in ``stats.resources``), the counters
+    ``token_counter`` and ``fit`` name (the model's, a declared tokenizer, one from a path), the
+    encoder (``use_semantic_chunking``).
 
     Raises:
         InputError: invalid ``LONGPARSER_*`` settings.
-        longparser.errors.RequestRefused: the token counter or the encoder the request asks for
-            cannot be loaded; the message says what to install. The counter is checked first,
-            before anything heavier loads.
+        longparser.errors.RequestRefused: a token counter or the encoder the request asks for
+            cannot be loaded; the message says what to install or what is wrong with the
+            tokenizer. The counters are checked first, before anything heavier loads.
     """
     from loaders.pinned_model import EncoderUnavailable
     from loaders.resources import ResourceSpec, build_resources
     from loaders.tokenizer import TokenizerUnavailable
+    from loaders.tokenizers import NamedTokenizerUnavailable
     from longparser.errors import RequestRefused
     from longparser.resources import select_counter
 
     spec = ResourceSpec.from_settings(_settings()).for_request(config)
     try:
         return build_resources(spec)
+    except NamedTokenizerUnavailable as exc:
+        raise RequestRefused(str(exc)) from None
     except TokenizerUnavailable as exc:
-        select_counter(config.token_counter, Resources(model_counter_error=str(exc)))  # the engine's words
+        select_counter("model", Resources(model_counter_error=str(exc)))  # the engine's words
         raise RequestRefused(str(exc)) from None  # pragma: no cover - select_counter raised above
     except EncoderUnavailable as exc:
         raise RequestRefused(f"semantic chunking needs the embedding model, which cannot be loaded: {exc}"

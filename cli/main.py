@@ -16,8 +16,9 @@ Subcommands:
 
 INPUT ``-`` reads standard input. ``-c`` takes a JSON file or an inline JSON object, the same way
 for every command (:mod:`cli.json_input`). Config flags (``chunk`` and ``submit``):
-``--max-tokens N``, ``--min-tokens N``, ``--token-counter {estimate,model}``, ``--strict``,
-``--heading-context``, ``--semantic``; they win over ``-c`` and over the input's own config.
+``--max-tokens N``, ``--min-tokens N``, ``--token-counter COUNTER``, ``--fit TOKENIZER``,
+``--reserve-tokens N``, ``--strict``, ``--heading-context``, ``--semantic``; they win over ``-c``
+and over the input's own config.
 
 This module parses arguments, sets up logging and dispatches; each command lives with the code
 it drives. The producer-side commands import :mod:`tasks` lazily so that ``chunk`` works with
@@ -133,9 +134,22 @@ def _add_config_flags(parser: argparse.ArgumentParser, semantic_help: str) -> No
              f"(default: {_default('min_tokens')})",
     )
     flags.add_argument(
-        "--token-counter", choices=["estimate", "model"],
-        help="how tokens are counted: 'estimate' (words x 1.33) or 'model' (the embedding model's own "
-             f"tokenizer; needs the tokenizers package) (default: {_default('token_counter')})",
+        "--token-counter", metavar="COUNTER",
+        help="how tokens are counted: 'estimate' (words x 1.33), 'model' (the pinned model's own "
+             "tokenizer), or a tokenizer: a path (a model directory, tokenizer.json, a tiktoken "
+             "declaration .json) or a name LONGPARSER_TOKENIZERS declares (docs/tokenizers.md) "
+             f"(default: {_default('token_counter')})",
+    )
+    flags.add_argument(
+        "--fit", metavar="TOKENIZER",
+        help="one setting for an embedding model: 'model', a tokenizer path or a declared name; strict "
+             "mode with that tokenizer, max_tokens = min(its window, 512) and the recommended settings "
+             "(other flags and -c win) (default: off)",
+    )
+    flags.add_argument(
+        "--reserve-tokens", type=int, metavar="N",
+        help="room kept free in every chunk for a prefix the embedder adds (e5: 'passage: '); chunks "
+             f"count at most max_tokens - N (default: {_default('reserve_tokens')})",
     )
     flags.add_argument(
         "--strict", action="store_true",
@@ -157,8 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
     chunk = sub.add_parser(
         "chunk", help="chunk a document's blocks locally and print the result JSON",
         epilog="exit status: 0 success; 1 OUT could not be written; 2 bad input, config or settings, or a "
-               "request refused (--token-counter model without the tokenizer, --semantic without the "
-               "model). Errors and warnings: one line each on stderr.",
+               "request refused (a token counter or --fit tokenizer that cannot be loaded, --semantic "
+               "without the model). Errors and warnings: one line each on stderr.",
     )
     chunk.add_argument("input", metavar="INPUT", help=INPUT_HELP)
     chunk.add_argument("--document-id", metavar="ID", help=DOCUMENT_ID_HELP.format(stdin="; stdin: 'stdin'"))

@@ -20,8 +20,11 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsError as SourceError
 
+from schemas.config import BUILTIN_COUNTERS, TOKENIZER_NAME_PATTERN, is_tokenizer_name
 from schemas.inputs import join_problems, quoted
+from schemas.tokenizers import TokenizerSpec
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 ENV_PREFIX = "LONGPARSER_"
@@ -145,6 +148,21 @@ class Settings(BaseSettings):
     accept_untested_deps: bool = False
     redis_ssl_cert_reqs: SslCertReqs = "required"
     log_level: LogLevel = "INFO"
+    # The tokenizers requests may name as token_counter / fit: JSON, name -> declaration
+    # (schemas.tokenizers.TokenizerSpec, sha256 required); loaded before the pool forks.
+    tokenizers: dict[str, TokenizerSpec] = Field(default_factory=dict)
+
+    @field_validator("tokenizers")
+    @classmethod
+    def _declared_tokenizers(cls, value: dict[str, TokenizerSpec]) -> dict[str, TokenizerSpec]:
+        for name, spec in value.items():
+            if name in BUILTIN_COUNTERS or not is_tokenizer_name(name):
+                raise ValueError(f"tokenizer name {name!r} must match {TOKENIZER_NAME_PATTERN} and not be "
+                                 f"{' or '.join(BUILTIN_COUNTERS)}")
+            if spec.sha256 is None:
+                raise ValueError(f"tokenizer {name!r} needs its sha256 (the digest of {spec.path}): "
+                                 "workers load only files they can check")
+        return value
 
     @field_validator("broker_url", "result_url")
     @classmethod
@@ -213,6 +231,11 @@ def load_settings() -> Settings:
         return Settings()
     except ValidationError as exc:
         raise SettingsError(describe_validation_error(exc)) from None
+    except SourceError as exc:  # a JSON-valued variable (LONGPARSER_TOKENIZERS) that is not JSON
+        found = re.search(r'field "(\w+)"', str(exc))
+        where = f"{found.group(1)} ({ENV_PREFIX}{found.group(1).upper()})" if found else str(exc)
+        cause = f" ({exc.__cause__})" if exc.__cause__ else ""
+        raise SettingsError(" ".join(f"{where}: the value must be JSON{cause}".split())) from None
 
 
 @lru_cache(maxsize=1)

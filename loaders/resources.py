@@ -2,6 +2,11 @@
 call (:func:`build_resources`). Workers and the command line build their spec from the same
 settings with :meth:`ResourceSpec.from_settings`, so the mapping from settings to resources is
 written once.
+
+The tokenizers a spec names (the settings' declared ones, a path the command line's request
+names) are loaded by :func:`load_tokenizers`: a worker's parent calls it once before its pool
+forks and hands the counters to each child's :func:`build_resources`, which otherwise loads them
+itself.
 """
 
 from __future__ import annotations
@@ -9,15 +14,20 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from loaders.encoder import load_encoder
 from loaders.pinned_model import PINNED_SHA256, EncoderUnavailable
 from loaders.quality import load_language_id, load_word_list
 from loaders.tokenizer import ModelTokenCounter, TokenizerUnavailable, load_model_counter
+from loaders.tokenizers import load_named
 from longparser.resources import Resources
+from longparser.tokens import TokenCounter
 from schemas import ChunkingConfig
+from schemas.config import BUILTIN_COUNTERS
+from schemas.tokenizers import TokenizerSpec
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +45,7 @@ class ResourceSettings(Protocol):
     model_path: str | None
     torch_threads: int
     encoder_backend: str
+    tokenizers: Mapping[str, TokenizerSpec]
 
     def explicitly_set(self, name: str) -> bool: ...
 
@@ -57,6 +68,11 @@ class ResourceSpec:
             an optional one that fails is recorded, and each request that needs it is refused.
         expected_sha256: the weights pin (tests substitute the digest of a fake file).
         encoder_cache_dir: where exported backends are kept (None: the user's cache directory).
+        tokenizers: declared tokenizers (``LONGPARSER_TOKENIZERS``: name -> declaration), every
+            one required: the operator named it, so one that fails to load is an error.
+        tokenizer_paths: the other tokenizers a request names (library and command line only;
+            a worker never opens a path a request names): paths, each required; a name that
+            no declaration holds is refused when loading.
     """
 
     word_list: Need = "off"
@@ -69,12 +85,15 @@ class ResourceSpec:
     model_counter: Need = "optional"
     expected_sha256: str = PINNED_SHA256
     encoder_cache_dir: str | os.PathLike[str] | None = None
+    tokenizers: Mapping[str, TokenizerSpec] = field(default_factory=dict)
+    tokenizer_paths: tuple[str, ...] = ()
 
     @classmethod
     def from_settings(cls, settings: ResourceSettings) -> ResourceSpec:
         """A worker's resources: what the operator set explicitly is required (a failure stops
         the worker), what is only on by default is optional; a semantic worker requires its
-        encoder; the token counter is optional (only some requests use it)."""
+        encoder; the token counter is optional (only some requests use it); every declared
+        tokenizer is required."""
         return cls(
             word_list=_need(settings.word_list_path is not None, settings.explicitly_set("word_list_path")),
             word_list_path=settings.word_list_path,
@@ -83,18 +102,25 @@ class ResourceSpec:
             model_path=settings.model_path,
             encoder_backend=settings.encoder_backend,
             threads=settings.torch_threads,
+            tokenizers=dict(settings.tokenizers),
         )
 
     def for_request(self, config: ChunkingConfig) -> ResourceSpec:
-        """What a command chunking one request loads: the encoder and the token counter when the
-        request asks for them, required (a missing one is an error, never a fall-back); the
-        quality resources optional (a missing one is a warning and an "off" in the stats)."""
+        """What a command chunking one request loads: the encoder and the counters its
+        ``token_counter`` and ``fit`` name (the model's; a declared tokenizer; any other name as a
+        path) when the request asks for them, required (a missing one is an error, never a
+        fall-back); the quality resources optional (a missing one is a warning and an "off" in
+        the stats)."""
+        named = [name for name in dict.fromkeys((config.token_counter, config.fit))
+                 if name is not None and name not in BUILTIN_COUNTERS]
         return dataclasses.replace(
             self,
             word_list=_need(self.word_list != "off", False),
             language_id=_need(self.language_id != "off", False),
             encoder=_need(config.use_semantic_chunking, True),
-            model_counter=_need(config.token_counter == "model", True),
+            model_counter=_need("model" in (config.token_counter, config.fit), True),
+            tokenizers={name: self.tokenizers[name] for name in named if name in self.tokenizers},
+            tokenizer_paths=tuple(name for name in named if name not in self.tokenizers),
         )
 
     def required_quality(self) -> ResourceSpec:
@@ -106,6 +132,17 @@ class ResourceSpec:
             language_id="required" if self.language_id == "required" else "off",
             model_counter="off",
         )
+
+
+def load_tokenizers(spec: ResourceSpec) -> dict[str, TokenCounter]:
+    """The counters of the tokenizers ``spec`` names, by the name requests use: each declared
+    one by its name, each path as given.
+
+    Raises:
+        loaders.tokenizers.NamedTokenizerUnavailable: one cannot be loaded, or a name is declared
+            nowhere (one line, starting with the name).
+    """
+    return dict(load_named([*spec.tokenizers, *spec.tokenizer_paths], spec.tokenizers))
 
 
 def _load_counter(need: Need) -> tuple[ModelTokenCounter | None, str | None]:
@@ -120,18 +157,23 @@ def _load_counter(need: Need) -> tuple[ModelTokenCounter | None, str | None]:
         return None, str(exc)
 
 
-def build_resources(spec: ResourceSpec) -> Resources:
-    """Load what ``spec`` asks for, the token counter first (the cheapest, and a request that
-    needs it is refused before anything heavier loads).
+def build_resources(spec: ResourceSpec, tokenizers: Mapping[str, TokenCounter] | None = None) -> Resources:
+    """Load what ``spec`` asks for, the token counters first (the cheapest, and a request that
+    needs one is refused before anything heavier loads).
+
+    ``tokenizers``: the counters of ``spec``'s tokenizers, already loaded (:func:`load_tokenizers`
+    in a worker's parent, before its pool forks); None: they are loaded here.
 
     A backend that cannot load is an encoder problem like any other, never a fall-back to torch.
 
     Raises:
         loaders.errors.ResourceUnavailable: a required word list or language ID cannot be loaded.
         loaders.pinned_model.EncoderUnavailable: a required encoder cannot be loaded.
-        loaders.tokenizer.TokenizerUnavailable: a required token counter cannot be loaded.
+        loaders.tokenizer.TokenizerUnavailable: a required token counter cannot be loaded
+            (:class:`loaders.tokenizers.NamedTokenizerUnavailable`: a tokenizer of ``spec``'s).
     """
     counter, counter_error = _load_counter(spec.model_counter)
+    counters = dict(tokenizers) if tokenizers is not None else load_tokenizers(spec)
     encoder, encoder_error = None, None
     if spec.encoder != "off":
         try:
@@ -157,4 +199,5 @@ def build_resources(spec: ResourceSpec) -> Resources:
         else None,
         encoder=encoder,
         encoder_error=encoder_error,
+        counters=counters,
     )

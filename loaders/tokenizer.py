@@ -30,6 +30,7 @@ from typing import Any
 
 from loaders.errors import ResourceUnavailable
 from loaders.pinned_model import MODEL_NAME, file_sha256
+from schemas.config import MODEL_WINDOW
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +97,7 @@ class ModelTokenCounter:
     """
 
     additive = True
+    window = MODEL_WINDOW
 
     def __init__(self, tokenizer: Any, *, name: str = MODEL_NAME) -> None:
         self.tokenizer = tokenizer

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from longparser.tokens import TokenCounter
+from longparser.tokens import TokenCounter, count
 
 # Each level's cuts: the whitespace (group 1) between two pieces.
 _LINES = re.compile(r"[^\S\n]*(\n\s*)(?=\S)")
@@ -66,7 +66,9 @@ def _inside_word(text: str, start: int, end: int, fits: Fits, counter: TokenCoun
     counter's token boundaries (its prefix search for a token budget, the budget found by
     bisection); ``start`` when not even one character fits."""
     word = text[start:end]
-    low, high = 0, max(1, len(word))  # token budgets: low's prefix fits, above high none can
+    # token budgets: low's prefix fits, above high none can (a byte-level BPE may spend several
+    # tokens on one character: the word's own count bounds it, not its length)
+    low, high = 0, max(1, len(word), count(counter, word))
     while low < high:
         middle = (low + high + 1) // 2
         length = counter.fitting_prefix(word, middle)

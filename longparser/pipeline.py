@@ -40,8 +40,9 @@ from longparser.merging import lead_headings, merge_small
 from longparser.overlap import apply_overlap
 from longparser.packing import pack_prose
 from longparser.prepare import prepare
+from longparser.preset import expanded, resolve
 from longparser.quality import ChunkScorer
-from longparser.resources import NO_RESOURCES, Resources, select_counter
+from longparser.resources import NO_RESOURCES, Resources
 from longparser.sections import ListSeg, ProseSeg, Section, group_sections
 from longparser.semantic import section_boundaries
 from longparser.table_chunks import table_drafts
@@ -173,12 +174,13 @@ def chunk_blocks(
             id, or ``blocks`` is a whole input (``schemas.parse_input`` turns any input shape
             into a request); the message is one line naming the block and field, and suggests
             the field a config typo meant.
-        RequestRefused: the config asks for a resource ``resources`` lacks (the model's counter).
+        RequestRefused: the config asks for a resource ``resources`` lacks (the model's counter,
+            a tokenizer), or for chunks larger than the tokenizer's window (strict mode).
     """
     t0 = time.perf_counter()
-    cfg, res = _as_config(config), resources if resources is not None else NO_RESOURCES
-    counter = select_counter(cfg.token_counter, res)
-    budget = Budget(cfg.max_tokens, counter, strict=cfg.strict_max_tokens,
+    requested, res = _as_config(config), resources if resources is not None else NO_RESOURCES
+    cfg, counter = resolve(requested, res)
+    budget = Budget(cfg.chunk_budget, counter, strict=cfg.strict_max_tokens,
                     with_breadcrumb=cfg.heading_context)
     intake = BlockIntake(blocks)
     watched = DerivedPaths(intake)  # section paths from heading levels when the input has none
@@ -212,6 +214,7 @@ def chunk_blocks(
         timings_ms=timings,
         section_paths=section_paths,
         warnings=context_warnings(cfg, chunks),
+        config=expanded(requested.fit, cfg),
     )
     return ChunkResult(document_id=document_id, chunks=chunks, stats=stats)
 

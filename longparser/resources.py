@@ -9,8 +9,8 @@ resources lives in the ``loaders`` package, outside the engine.
 
 from __future__ import annotations
 
-from collections.abc import Container, Sequence
-from dataclasses import dataclass
+from collections.abc import Container, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from longparser.errors import RequestRefused
@@ -48,6 +48,9 @@ class Resources:
         model_counter: the embedding model's token counter, for ``token_counter: "model"``
             (None: such a request is refused with ``model_counter_error``).
         model_counter_error: why the model's counter is unavailable (what to install).
+        counters: tokenizers' counters by the name a request's ``token_counter`` (or ``fit``)
+            gives: a worker's declared names; a path, where the library or the command line
+            loaded one. Each has a ``window`` (tokens, special tokens included).
     """
 
     word_list: Container[str] | None = None
@@ -56,6 +59,7 @@ class Resources:
     encoder_error: str | None = None
     model_counter: TokenCounter | None = None
     model_counter_error: str | None = None
+    counters: Mapping[str, TokenCounter] = field(default_factory=dict)
 
     def availability(self) -> dict[str, bool]:
         """Which resources are present, for the result's stats."""
@@ -75,10 +79,17 @@ def select_counter(name: str, resources: Resources) -> TokenCounter:
     """The counter a request's ``token_counter`` names.
 
     Raises:
-        RequestRefused: ``"model"`` without the model's counter (the message says what to install).
+        RequestRefused: ``"model"`` without the model's counter (the message says what to
+            install), or a tokenizer ``resources`` does not hold (the message names those it does).
     """
     if name == "estimate":
         return ESTIMATE
+    if name != "model":
+        if name in resources.counters:
+            return resources.counters[name]
+        held = ", ".join(sorted(resources.counters)) or "none"
+        raise RequestRefused(f"token_counter {name!r} is not a tokenizer this process holds "
+                             f"(it holds: {held})")
     if resources.model_counter is None:
         raise RequestRefused(
             f"token_counter 'model' needs the embedding model's tokenizer: "

@@ -44,7 +44,6 @@ from typing import Any
 from longparser.budget import Budget
 from longparser.build import LINE_SEPARATOR, Draft, part
 from longparser.cutting import split_spans
-from longparser.errors import RequestRefused
 from longparser.prepare import Rec
 from longparser.sections import Section, TableSeg
 from longparser.tables import Grid, column_profiles
@@ -141,8 +140,9 @@ def _cell_pieces(value: str, name: str, group: list[int], c: int, render: Callab
     pieces = []
     for text in (name, value) if value.strip() else (name,):
         spans = split_spans(text, lambda v: fits("", v), budget.counter)
-        if spans is None:
-            raise RequestRefused(f"max_tokens {budget.max_tokens} leaves no room for a table cell")
+        if spans is None:  # not a character beside the full breadcrumb: whole, for the strict fit,
+            pieces.append(([c], "", text))  # which shortens the breadcrumb, then drops it, to cut it
+            continue
         pieces.extend(([c], "", text[s:e]) for s, e in spans)
     return pieces
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 ChunkType = Literal["section", "table", "table_schema", "list", "equation"]
 
@@ -70,6 +70,16 @@ class ChunkStats(BaseModel):
     # headings' levels when no block has a path ("derived"), or nowhere ("none")
     section_paths: Literal["input", "derived", "none"] = "input"
     warnings: list[str] = Field(default_factory=list)
+    # With the ``fit`` preset: the config it expanded to (``fit`` and every field); absent otherwise.
+    config: dict[str, Any] | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_config(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # absent, not null: results of requests without the preset stay as they were
+        data = handler(self)
+        if data.get("config") is None:
+            data.pop("config", None)
+        return data
 
 
 class ChunkResult(BaseModel):

@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 TableChunkFormat = Literal["row_record", "pipe"]
-TokenCounterName = Literal["estimate", "model"]
+# The two counters every process has; any other token_counter names a tokenizer (docs/tokenizers.md).
+BUILTIN_COUNTERS = ("estimate", "model")
+# A tokenizer a worker fleet declares (LONGPARSER_TOKENIZERS) is named like this: no dot, no slash,
+# so a name never reads as a path and a path never passes for a name.
+TOKENIZER_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
+_TOKENIZER_NAME = re.compile(TOKENIZER_NAME_PATTERN)
+MAX_COUNTER_CHARS = 4096
 # The pinned embedding model's window in its own tokens, special tokens included
 # (sentence-transformers' max_seq_length for all-MiniLM-L6-v2): what fits is embedded whole.
 MODEL_WINDOW = 256
 # The settings recommended for the pinned 256-token model: the README shows them, the retrieval
-# benchmark's "recommended" row runs them (docs/retrieval-benchmark.md), and a unit test holds
-# the README to this mapping. Changed only on the benchmark's dev split.
+# benchmark's "recommended" row runs them (docs/retrieval-benchmark.md), the fit preset applies
+# them with its own tokenizer and window (fit_config), and a unit test holds the README to this
+# mapping. Changed only on the benchmark's dev split.
 RECOMMENDED_CONFIG: Mapping[str, Any] = MappingProxyType({
     "max_tokens": 256,
     "min_tokens": 50,
@@ -25,6 +33,28 @@ RECOMMENDED_CONFIG: Mapping[str, Any] = MappingProxyType({
     "table_chunk_format": "pipe",
     "heading_context": True,
 })
+# The largest max_tokens the fit preset chooses, whatever the model's window (retrieval prefers
+# chunks of a few hundred tokens even where a model embeds thousands).
+FIT_MAX_TOKENS = 512
+
+
+def is_tokenizer_name(value: str) -> bool:
+    """Whether ``value`` is a built-in counter or has the shape of a declared tokenizer's name."""
+    return value in BUILTIN_COUNTERS or bool(_TOKENIZER_NAME.match(value))
+
+
+def is_path_like(value: str) -> bool:
+    """Whether ``value`` names a file or directory rather than a counter (anything not name-shaped)."""
+    return not is_tokenizer_name(value)
+
+
+def _counter_reference(value: str, field: str) -> str:
+    if not value.strip() or len(value) > MAX_COUNTER_CHARS or not value.isprintable():
+        raise ValueError(f"{field} must be 'estimate', 'model', a tokenizer name or a path "
+                         f"(printable, at most {MAX_COUNTER_CHARS} characters)")
+    return value
+
+
 # The names of longparser.boundary_methods.METHODS and ALIASES (a unit test keeps them equal).
 SemanticMethod = Literal["adjacent", "cohesion", "recommended"]
 
@@ -53,11 +83,18 @@ class ChunkingConfig(BaseModel):
     wide_table_col_threshold: int = Field(default=25, ge=1)
     detect_equations: bool = True
     exclude_headers_footers: bool = True
-    # --- budget (docs/strict.md) ------------------------------------------------------------
-    # "estimate": DEC-04 (whitespace words x 1.33); "model": the pinned model's own tokenizer.
-    token_counter: TokenCounterName = "estimate"
+    # --- budget (docs/strict.md, docs/tokenizers.md) ------------------------------------------
+    # "estimate": DEC-04 (whitespace words x 1.33); "model": the pinned model's own tokenizer;
+    # a tokenizer's declared name (workers) or path (library and CLI only).
+    token_counter: str = "estimate"
     # Every chunk's final text (embed_text with heading_context) counts at most max_tokens.
     strict_max_tokens: bool = False
+    # The preset: "model", a declared name or a path. Strict mode, that tokenizer,
+    # max_tokens = min(its window, 512) and RECOMMENDED_CONFIG; fields set explicitly win.
+    fit: str | None = None
+    # Room kept free in every chunk for a prefix the embedder adds (e5's "passage: "): chunks
+    # are sized to max_tokens - reserve_tokens.
+    reserve_tokens: int = Field(default=0, ge=0, le=100_000)
     # --- context ------------------------------------------------------------------------------
     # Each chunk also gets embed_text: its heading breadcrumb, then its text.
     heading_context: bool = False
@@ -88,8 +125,35 @@ class ChunkingConfig(BaseModel):
             "boundary_cost": self.semantic_boundary_cost,
         }
 
+    @field_validator("token_counter")
+    @classmethod
+    def _token_counter_reference(cls, value: str) -> str:
+        return _counter_reference(value, "token_counter")
+
+    @field_validator("fit")
+    @classmethod
+    def _fit_reference(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if value == "estimate":
+            raise ValueError("fit names a tokenizer ('model', a declared name or a path); "
+                             "the estimate has no window to fit")
+        return _counter_reference(value, "fit")
+
+    @property
+    def chunk_budget(self) -> int:
+        """What a chunk may count: ``max_tokens`` less the room reserved for the embedder's prefix."""
+        return self.max_tokens - self.reserve_tokens
+
     @model_validator(mode="after")
     def _budget_is_consistent(self) -> ChunkingConfig:
+        if self.fit is not None:
+            return self  # checked on the config the preset expands to (it depends on the window)
+        if self.reserve_tokens >= self.max_tokens:
+            raise ValueError(
+                f"reserve_tokens ({self.reserve_tokens}) leaves no room in max_tokens ({self.max_tokens}): "
+                f"set reserve_tokens below {self.max_tokens}"
+            )
         if self.min_tokens >= self.max_tokens:
             default = "" if "min_tokens" in self.model_fields_set else ", its default"
             raise ValueError(
@@ -103,3 +167,22 @@ class ChunkingConfig(BaseModel):
                 f"chunks that fit it: set max_tokens to {MODEL_WINDOW} or less"
             )
         return self
+
+
+def fit_config(config: ChunkingConfig, window: int) -> ChunkingConfig:
+    """The config the ``fit`` preset of ``config`` expands to, for a tokenizer of ``window`` tokens.
+
+    The preset: :data:`RECOMMENDED_CONFIG`, strict mode, ``token_counter`` = the fitted
+    tokenizer, ``max_tokens = min(window, FIT_MAX_TOKENS)``; every field set explicitly in
+    ``config`` wins. The result has no ``fit`` (it is a plain config, validated as one).
+
+    Raises:
+        pydantic.ValidationError: the explicit fields and the preset do not make a valid config
+            (``min_tokens`` above the fitted ``max_tokens``, for example).
+    """
+    if config.fit is None:
+        return config
+    preset = {**RECOMMENDED_CONFIG, "strict_max_tokens": True, "token_counter": config.fit,
+              "max_tokens": min(window, FIT_MAX_TOKENS)}
+    explicit = config.model_dump(include=config.model_fields_set - {"fit"})
+    return ChunkingConfig.model_validate({**preset, **explicit})

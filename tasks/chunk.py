@@ -7,7 +7,8 @@ same code runs in a worker, in eager mode and in tests that build a context.
 Failure policy:
 
 * a bad payload (too large, not a ChunkRequest, a semantic request on a worker without the
-  model, a request the engine refuses for lack of a resource) fails at once with a readable
+  model, a tokenizer named by path or not declared, a request the engine refuses for lack of
+  a resource) fails at once with a readable
   :class:`~tasks.errors.ChunkTaskError` and is never retried; a FAILURE record is stored under
   the document id so the producer sees why;
 * Redis errors worth waiting out (connection, timeout, LOADING, READONLY, TRYAGAIN, OOM) are
@@ -35,6 +36,7 @@ from config.settings import Settings
 from longparser import chunk_request
 from longparser.errors import RequestRefused as EngineRefused
 from schemas import ChunkRequest
+from schemas.config import BUILTIN_COUNTERS, is_path_like
 from service.keys import TASK_NAME, is_valid_document_id
 from service.retry import call_with_retry, is_transient
 from service.store import failure_record, success_record_json
@@ -63,6 +65,21 @@ def check_semantic(request: ChunkRequest, settings: Settings) -> None:
             f"LONGPARSER_SEMANTIC_ENABLED=false; send it to queue {settings.semantic_queue!r}, "
             "served by workers started with LONGPARSER_SEMANTIC_ENABLED=true"
         )
+
+
+def check_tokenizers(request: ChunkRequest, settings: Settings) -> None:
+    """Refuse a request naming a tokenizer by path, or by a name this worker does not declare:
+    workers never open a path a request names; they load what LONGPARSER_TOKENIZERS declares."""
+    declared = ", ".join(sorted(settings.tokenizers)) or "none"
+    config = request.config
+    for field, reference in (("token_counter", config.token_counter), ("fit", config.fit)):
+        if reference is None or reference in BUILTIN_COUNTERS or reference in settings.tokenizers:
+            continue
+        if is_path_like(reference):
+            raise RequestRefused(f"{field} {reference!r} is a path: workers never open a path a request "
+                                 f"names; name a tokenizer LONGPARSER_TOKENIZERS declares ({declared})")
+        raise RequestRefused(f"{field} {reference!r} is not a tokenizer this worker declares "
+                             f"(LONGPARSER_TOKENIZERS declares: {declared})")
 
 
 def raw_document_id(payload: Any) -> str | None:
@@ -103,6 +120,7 @@ def _prepare(payload: Any, settings: Settings, report: Report) -> ChunkRequest:
                           "chunks": 0})
     request = validate_payload(payload)
     check_semantic(request, settings)
+    check_tokenizers(request, settings)
     return request
 
 

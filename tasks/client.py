@@ -56,7 +56,7 @@ from service.redis_client import is_out_of_memory, masked
 from service.retry import Waits, call_with_retry, is_transient
 from service.store import ResultStore
 from tasks.errors import BrokerUnavailable, JobFailed, JobNotFound, ResultTimeout, StoreFull
-from tasks.payload import check_encoded_size
+from tasks.payload import check_encoded_size, refuse_tokenizer_paths
 
 FINAL_STATES = frozenset({"SUCCESS", "FAILURE"})
 _FIRST_POLL_S = 0.01
@@ -186,13 +186,15 @@ class Producer:
 
         Raises:
             schemas.InputError: the request is invalid (message names block and field), a
-                DoclingDocument docling-core cannot read, or one given without ``docling``.
+                DoclingDocument docling-core cannot read, or one given without ``docling``, or
+                it names a tokenizer by path (workers load only the ones they declare).
             loaders.docling.DoclingNotInstalledError: (an ImportError) docling-core is missing.
             tasks.errors.PayloadTooLarge: over ``LONGPARSER_MAX_PAYLOAD_BYTES``.
             tasks.errors.BrokerUnavailable: Redis unreachable for the whole submit window.
             tasks.errors.StoreFull: Redis refused the write (full).
         """
         validated = _as_request(request, semantic, config, docling, text_converter, document_id)
+        refuse_tokenizer_paths(validated)
         # Encoded once by pydantic's serializer: its length is the size check, its decoding the
         # message's argument (cheaper than model_dump + json.dumps for the check).
         encoded = validated.model_dump_json()

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from schemas import ChunkRequest, InputError, parse_input
+from schemas.config import is_path_like
 from tasks.errors import InvalidPayload, PayloadTooLarge
 
 
@@ -50,3 +51,17 @@ def validate_payload(payload: Any) -> ChunkRequest:
         return parse_input(payload)
     except InputError as exc:
         raise InvalidPayload(str(exc)) from None
+
+
+def refuse_tokenizer_paths(request: ChunkRequest) -> None:
+    """Producer side: a tokenizer named by path would be refused by every worker (workers never
+    open a path a request names), so it is refused before it is queued.
+
+    Raises:
+        InputError: ``token_counter`` or ``fit`` is path-like (one line).
+    """
+    for field, reference in (("token_counter", request.config.token_counter), ("fit", request.config.fit)):
+        if reference is not None and is_path_like(reference):
+            raise InputError(f"config.{field}: {reference!r} is a path: workers never open a path a request "
+                             "names; name a tokenizer the fleet declares in LONGPARSER_TOKENIZERS")
+

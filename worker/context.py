@@ -14,11 +14,13 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from config.settings import Settings
 from loaders.resources import ResourceSpec, build_resources
 from longparser.resources import Resources
+from longparser.tokens import TokenCounter
 from service.retry import Waits
 from service.store import ResultStore
 
@@ -60,20 +62,23 @@ def _cap_threads(threads: int) -> None:
     os.environ.setdefault("MKL_NUM_THREADS", str(threads))
 
 
-def build_process_resources(settings: Settings) -> Resources:
+def build_process_resources(settings: Settings, tokenizers: Mapping[str, TokenCounter] | None = None
+                            ) -> Resources:
     """Load the resources ``settings`` ask for (:meth:`ResourceSpec.from_settings`), and warm the
     encoder up.
 
     Required (a failure raises instead of turning the check off): the encoder of a semantic
-    worker, a word list or language ID the operator set explicitly. A default that is absent
-    (the system word list on a machine without one) logs one line and is recorded as off in
-    each result's stats.
+    worker, a word list or language ID the operator set explicitly, every declared tokenizer.
+    A default that is absent (the system word list on a machine without one) logs one line and
+    is recorded as off in each result's stats. ``tokenizers``: the declared tokenizers'
+    counters, loaded once by the parent before it forks (:mod:`worker.signals`); None: loaded
+    here.
     """
     started = time.perf_counter()
     spec = ResourceSpec.from_settings(settings)
     if spec.encoder != "off":
         _cap_threads(spec.threads)
-    resources = build_resources(spec)
+    resources = build_resources(spec, tokenizers)
     if resources.encoder is not None:
         # One warm-up encode: the first call pays for lazy initialisation, not the first task.
         resources.encoder.encode(list(WARM_UP_TEXTS))
@@ -87,7 +92,8 @@ def parent_context(settings: Settings) -> WorkerContext:
     return WorkerContext(settings=settings, store=ResultStore.from_settings(settings))
 
 
-def child_context(settings: Settings) -> WorkerContext:
-    """A pool child's context: its own store connections and its own resources."""
+def child_context(settings: Settings, tokenizers: Mapping[str, TokenCounter] | None = None) -> WorkerContext:
+    """A pool child's context: its own store connections and its own resources (the declared
+    tokenizers' counters come from the parent, loaded before it forked)."""
     return WorkerContext(settings=settings, store=ResultStore.from_settings(settings),
-                         resources=build_process_resources(settings))
+                         resources=build_process_resources(settings, tokenizers))

@@ -5,7 +5,9 @@ the parent checks, before forking, that Celery, kombu and redis-py are the teste
 the internals the transport relies on (:mod:`worker.celery_compat`), that the Redis it will
 trust does not evict and that the resources the operator asked for can be loaded (a semantic
 worker's model, its digest and the package its encoder backend runs on, a word list or language
-ID set explicitly), and exits with ONE line saying what to change. A child whose resources still
+ID set explicitly), and exits with ONE line saying what to change. It then loads the declared
+tokenizers (``LONGPARSER_TOKENIZERS``) once, before forking, so every child inherits them (one
+that fails stops the worker the same way). A child whose resources still
 fail to build logs the reason, asks the parent to shut down and exits, instead of serving tasks
 without them; a child that built them says so to the parent, which starts consuming (and says
 ``ready``) only then (:mod:`worker.readiness`).
@@ -29,7 +31,8 @@ from config.settings import Settings
 from loaders.encoder_backends import missing_runtime
 from loaders.errors import ResourceUnavailable
 from loaders.pinned_model import PINNED_SHA256, EncoderUnavailable, checked_model_dir
-from loaders.resources import ResourceSpec, build_resources
+from loaders.resources import ResourceSpec, build_resources, load_tokenizers
+from longparser.tokens import TokenCounter
 from service.redis_client import TRANSIENT_ERRORS, masked, redis_client
 from worker import celery_compat
 from worker.context import child_context, parent_context
@@ -92,6 +95,17 @@ def check_worker_can_start(settings: Settings) -> None:
         raise SystemExit(f"longparser worker: cannot start: {exc}") from None
 
 
+def preload_tokenizers(settings: Settings) -> dict[str, TokenCounter]:
+    """The declared tokenizers (``LONGPARSER_TOKENIZERS``), loaded in the parent before it
+    forks its pool, so every child shares them (:func:`loaders.resources.load_tokenizers` of
+    the worker's :class:`ResourceSpec`); one that fails to load stops the worker with one line
+    (``SystemExit``)."""
+    try:
+        return load_tokenizers(ResourceSpec.from_settings(settings))
+    except ResourceUnavailable as exc:
+        raise SystemExit(f"longparser worker: cannot start: {exc} (LONGPARSER_TOKENIZERS)") from None
+
+
 def stop_worker_from_child(exc: BaseException) -> None:
     """A child that cannot build its context: say why, stop the parent, exit (never serve)."""
     logger.critical("worker process %d cannot build its resources, shutting the worker down: %s",
@@ -122,10 +136,15 @@ def connect(app: Any, settings: Settings) -> None:
         if ours(sender):
             celery_compat.quiet_connection_loss_notice()
 
+    # The declared tokenizers once the parent loaded them (None: a child loads its own).
+    preloaded: dict[str, TokenCounter] | None = None
+
     def on_worker_init(sender: Any = None, **_: Any) -> None:
+        nonlocal preloaded
         if not ours(sender):
             return
         check_worker_can_start(settings)
+        preloaded = preload_tokenizers(settings)  # before the pool forks: every child inherits them
         celery_compat.install_json_decoder()  # before the pool forks: every child inherits it
         app.context = parent_context(settings)
         app.pool_readiness = PoolReadiness()  # before the pool forks: the children share it
@@ -134,7 +153,7 @@ def connect(app: Any, settings: Settings) -> None:
         if not ours():
             return
         try:
-            app.context = child_context(settings)
+            app.context = child_context(settings, preloaded)
         except Exception as exc:
             stop_worker_from_child(exc)
         if app.pool_readiness is not None:

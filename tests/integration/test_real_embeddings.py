@@ -581,3 +581,21 @@ def test_retrieval_benchmark_smoke_on_one_dev_document(
         held = 1 - (recommended["cut_mid_fact"] + recommended["missing"]) / n
         assert recommended["recall@512"] == pytest.approx(held)
     assert "| ours: recommended |" in tables
+
+
+def test_the_packaged_model_directory_is_a_sentence_transformers_tokenizer(reference: RealModel) -> None:
+    """The installed all-MiniLM-L6-v2 directory as a ``token_counter`` path (kind ``st``): its
+    window from its own sentence_bert_config.json, counts equal to the pinned counter's and to
+    the model's own tokenizer (special tokens included)."""
+    from loaders.tokenizer import load_model_counter
+    from loaders.tokenizers import WordCounter, load_path
+    from longparser.tokens import count
+
+    counter = load_path(str(reference.path))
+    assert (counter.kind, counter.window, type(counter)) == ("st", 256, WordCounter)
+    pinned = load_model_counter()
+    tokenizer = reference.encoder.model.tokenizer if hasattr(reference.encoder, "model") else None
+    for text in ("The turbine produced more power.", "σ(Wx + b) ≤ 3.14 数据 🙂", "x" * 600, ""):
+        assert count(counter, text) == count(pinned, text)
+        if tokenizer is not None:
+            assert count(counter, text) == len(tokenizer(text, truncation=False)["input_ids"])

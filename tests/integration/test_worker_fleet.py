@@ -7,6 +7,7 @@ semantic routing and Flower use their own documents.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -22,7 +23,9 @@ from service.keys import TASK_NAME
 from tasks import client
 from tasks.errors import ResultTimeout
 from tests.integration.conftest import (
+    CELERY,
     SESSION_PREFIX,
+    WORKER_READY_TIMEOUT_S,
     EventLog,
     Flower,
     ManagedProcess,
@@ -30,6 +33,9 @@ from tests.integration.conftest import (
     chunk_signature,
     http_get,
     make_document,
+    node_name,
+    settings_env,
+    spawn,
     wait_until,
 )
 
@@ -240,3 +246,60 @@ def test_the_readme_producer_snippet_runs_as_written(
         get_settings.cache_clear()
     assert namespace["handle"].document_id == namespace["result"].document_id == "report-2024"
     assert namespace["result"].chunks
+
+
+# --- declared tokenizers (LONGPARSER_TOKENIZERS): loaded by the parent before the pool forks ----
+
+
+def _declaring(sha256: str) -> dict[str, str]:
+    from loaders.tokenizer import TOKENIZER_FILE
+
+    entry = {"path": str(TOKENIZER_FILE), "kind": "hf", "window": 256, "sha256": sha256}
+    return {"LONGPARSER_TOKENIZERS": json.dumps({"mini": entry})}
+
+
+def test_a_worker_counts_in_the_tokenizer_it_declares(
+    workers: WorkerFactory, celery_app: Any, lp_settings: Settings
+) -> None:
+    from loaders.tokenizer import TOKENIZER_FILE, load_model_counter
+    from longparser.tokens import count
+    from schemas import ChunkResult
+
+    digest = hashlib.sha256(TOKENIZER_FILE.read_bytes()).hexdigest()
+    proc = workers.start("tokenizers", queues="tokenizers", concurrency=2, env=_declaring(digest))
+    document = make_document(doc_id("declared-tokenizer"), sections=1, paragraphs=3)
+    document["config"] = {**document["config"], "fit": "mini"}
+    celery_app.send_task(TASK_NAME, args=[document], queue="tokenizers")  # no other worker declares it
+
+    def stored() -> dict[str, Any] | None:
+        record = client.fetch_record(document["document_id"], settings=lp_settings)
+        return record if record and record["status"] in ("SUCCESS", "FAILURE") else None
+
+    record = wait_until(stored, RESULT_TIMEOUT_S, interval=0.1, what="the declared tokenizer's result")
+    assert record["status"] == "SUCCESS", record
+    result = ChunkResult.model_validate(record["result"])
+    assert result.stats.token_counter == "mini" and result.stats.config["fit"] == "mini"
+    pinned = load_model_counter()  # the same file, so the same counts
+    assert all(chunk.token_count == count(pinned, chunk.text) for chunk in result.chunks)
+    log = proc.log_text()
+    built = log.find("pool: 2 of 2 processes built their resources in ")
+    assert 0 <= built < log.find(f"{proc.extra['node']} ready.")
+
+
+def test_a_declared_tokenizer_that_cannot_load_stops_the_worker_in_one_line(
+    lp_settings: Settings, log_dir: Any
+) -> None:
+    node = node_name("bad-tokenizer")
+    argv = [CELERY, "-A", "worker", "worker", "-P", "prefork", "-c", "1", "-n", node, "-Q", "tokenizers-bad",
+            "--without-gossip", "--without-mingle", "--without-heartbeat"]
+    proc = spawn("worker-bad-tokenizer", argv, settings_env(lp_settings, **_declaring("0" * 64)), log_dir)
+    try:
+        wait_until(lambda: not proc.alive(), WORKER_READY_TIMEOUT_S, interval=0.2, what="the worker to stop")
+    finally:
+        proc.stop()
+    assert proc.popen.returncode != 0
+    refusals = [line for line in proc.log_text().splitlines() if "cannot start" in line]
+    assert len(refusals) == 1, proc.log_text()[-3000:]
+    assert refusals[0].startswith("longparser worker: cannot start: tokenizer 'mini': ")
+    assert refusals[0].endswith(f"not the declared {'0' * 64} (LONGPARSER_TOKENIZERS)")
+    assert "resources ready" not in proc.log_text()  # no pool process was started

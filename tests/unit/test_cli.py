@@ -722,7 +722,8 @@ def test_output_keys_are_in_schema_order(
     printed = json.loads(out)
     assert list(printed) == list(ChunkResult.model_fields)
     assert list(printed["chunks"][0]) == list(Chunk.model_fields)
-    assert list(printed["stats"]) == list(ChunkStats.model_fields)
+    # stats.config echoes the fit preset only: absent without one
+    assert list(printed["stats"]) == [name for name in ChunkStats.model_fields if name != "config"]
 
 
 @pytest.mark.parametrize(
@@ -882,7 +883,8 @@ def test_help_has_no_rst_markup(command: list[str], capsys: Any) -> None:
                      "overlap_blocks 0-16", "min_tokens >= 0 and < max_tokens", "max_tokens <= 256",
                      "DoclingDocument"]),
         (["submit"], ["--timeout SECONDS with --wait: give up after this many seconds, exit 1 (default: 300)",
-                      "--max-tokens N", "--strict", "--token-counter {estimate,model}", "--heading-context"]),
+                      "--max-tokens N", "--strict", "--token-counter COUNTER", "--fit TOKENIZER",
+                      "--heading-context"]),
         (["result"], ["DOCUMENT_ID the document id submit printed"]),
         (["evaluate"], ["--threshold THRESHOLD adjacent: cosine threshold below which a boundary is placed "
                         "(default: the config's semantic_threshold, 0.3)"]),
@@ -1004,3 +1006,36 @@ def test_an_input_with_a_hundred_problems_is_one_short_line(capsys: Any, no_reso
     assert (code, out) == (2, "")
     assert err.count("\n") == 1 and len(err) < 600
     assert err.endswith("; ... and 99 more\n")
+
+
+# --- tokenizers and the fit preset (docs/tokenizers.md) -------------------------------------
+
+
+def test_fit_names_a_tokenizer_by_path(
+    tmp_path: Path, capsys: Any, quiet_settings: None, make_block: Any
+) -> None:
+    from tests.tokenizer_builds import bpe_model_dir, real_count
+
+    path = write_json(tmp_path / "doc.json", [make_block(words(400, "turbine"), page=1)])
+    model = str(bpe_model_dir())
+
+    code, out, err = run_cli(["chunk", str(path), "--fit", model, "--reserve-tokens", "4"], capsys)
+
+    assert (code, err) == (0, "")
+    result = json.loads(out)
+    assert result["stats"]["config"]["fit"] == model and result["stats"]["config"]["max_tokens"] == 512
+    assert result["stats"]["strict_max_tokens"] is True and len(result["chunks"]) > 1
+    for chunk in result["chunks"]:
+        assert chunk["token_count"] == real_count(bpe_model_dir(), chunk["text"])
+        assert real_count(bpe_model_dir(), chunk["embed_text"]) <= 512 - 4
+
+
+def test_a_tokenizer_path_that_cannot_load_exits_2_in_one_line(
+    blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any, quiet_settings: None
+) -> None:
+    path = write_json(tmp_path / "doc.json", blocks)
+
+    code, out, err = run_cli(["chunk", str(path), "--token-counter", str(tmp_path / "absent")], capsys)
+
+    assert (code, out) == (2, "")
+    assert err == f"longparser chunk: error: {tmp_path / 'absent'}: no such file or directory\n"

@@ -73,6 +73,9 @@ def test_submit_refuses_invalid_and_oversized_requests_without_sending(
     big["blocks"][1] = {**big["blocks"][1], "text": "word " * 500}
     with pytest.raises(PayloadTooLarge, match="over the 1024-byte limit"):
         small.submit(big)
+    # a tokenizer named by path: every worker would refuse it, so it is not queued
+    with pytest.raises(InputError, match=r"^config.fit: '/models/e5' is a path: workers never open a path"):
+        producer.submit(payload(), config={"fit": "/models/e5"})
     assert fake_app.sent == []
     assert list(store.client.scan_iter(match=f"{store.prefix}:*")) == []
 

@@ -520,7 +520,7 @@ def test_worker_builds_its_resources_with_the_configured_backend(monkeypatch: py
 
     seen: dict[str, Any] = {}
 
-    def fake_build_resources(spec: ResourceSpec) -> Any:
+    def fake_build_resources(spec: ResourceSpec, tokenizers: Any = None) -> Any:
         seen.update(encoder_backend=spec.encoder_backend)
         return build_resources(ResourceSpec())
 

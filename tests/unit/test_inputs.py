@@ -75,10 +75,11 @@ def test_a_page_without_blocks_is_an_empty_page() -> None:
         ({"zzz": 1}, "config.zzz: unknown field (ChunkingConfig fields: max_tokens, min_tokens, "),
         ({"overlap_blocks": 17}, "config.overlap_blocks: Input should be less than or equal to 16 (got 17)"),
         ({"max_tokens": 0}, "config.max_tokens: Input should be greater than or equal to 1 (got 0)"),
-        ({"token_counter": "bert"}, "config.token_counter: Input should be 'estimate' or 'model'"),
+        ({"token_counter": " "},
+         "config.token_counter: token_counter must be 'estimate', 'model', a tokenizer name or a path"),
     ],
     ids=["min-default", "typo", "typo-2", "part", "dashes", "ambiguous-part", "unknown", "overlap-limit",
-         "max-limit", "literal"],
+         "max-limit", "counter"],
 )
 def test_config_errors_are_one_clean_line(config: dict[str, Any], message: str) -> None:
     for parse in (lambda: parse_input([], default_document_id="d", config_overrides=config),

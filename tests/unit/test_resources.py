@@ -311,6 +311,39 @@ def test_a_command_needs_what_its_request_asks_for_and_only_warns_for_the_rest()
     assert (asked.encoder, asked.model_counter) == ("required", "required")
 
 
+def test_declared_tokenizers_are_in_the_spec_and_a_request_loads_only_those_it_names() -> None:
+    from schemas import ChunkingConfig
+
+    entry = {"path": "/models/e5/tokenizer.json", "kind": "hf", "sha256": "0" * 64}
+    spec = ResourceSpec.from_settings(_settings(tokenizers={"e5": entry, "bge": entry}))
+    assert (sorted(spec.tokenizers), spec.tokenizer_paths) == (["bge", "e5"], ())
+    plain = spec.for_request(ChunkingConfig())
+    assert (plain.tokenizers, plain.tokenizer_paths, plain.model_counter) == ({}, (), "off")
+    named = spec.for_request(ChunkingConfig(token_counter="e5", fit="/models/other"))
+    assert (list(named.tokenizers), named.tokenizer_paths) == (["e5"], ("/models/other",))
+    assert named.tokenizers["e5"] == spec.tokenizers["e5"]
+    fitted = spec.for_request(ChunkingConfig(fit="model"))
+    assert (fitted.model_counter, fitted.tokenizers) == ("required", {})
+    assert spec.required_quality().tokenizers == {}  # the parent loads them apart, before forking
+
+
+def test_build_resources_loads_the_spec_s_tokenizers_unless_given_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import loaders.resources
+    from loaders.tokenizers import NamedTokenizerUnavailable
+    from longparser.tokens import ESTIMATE
+    from schemas.tokenizers import TokenizerSpec
+
+    spec = ResourceSpec(model_counter="off", tokenizers={"e5": TokenizerSpec(path="/absent", kind="hf")})
+    with pytest.raises(NamedTokenizerUnavailable, match=r"^tokenizer 'e5': /absent"):
+        build_resources(spec)
+    with pytest.raises(NamedTokenizerUnavailable, match=r"^tokenizer 'bge' is not declared"):
+        build_resources(ResourceSpec(model_counter="off", tokenizer_paths=("bge",)))
+    monkeypatch.setattr(loaders.resources, "load_named", lambda *_: pytest.fail("loaded again"))
+    assert build_resources(spec, {"e5": ESTIMATE}).counters == {"e5": ESTIMATE}
+
+
 def test_a_worker_parent_checks_only_the_required_quality_resources() -> None:
     spec = ResourceSpec.from_settings(_settings(word_list_path="/w", semantic_enabled=True))
     required = spec.required_quality()

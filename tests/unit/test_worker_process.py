@@ -51,7 +51,7 @@ def builds(isolated_settings: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     """Record build_resources calls; each returns fresh Resources with a fake encoder when semantic."""
     calls: list[dict[str, Any]] = []
 
-    def fake_build(spec: ResourceSpec) -> Resources:
+    def fake_build(spec: ResourceSpec, tokenizers: Any = None) -> Resources:
         calls.append(dataclasses.asdict(spec))
         return Resources(encoder=FakeEncoder() if spec.encoder != "off" else None)
 
@@ -417,8 +417,8 @@ def test_signal_handlers_act_only_for_a_worker_of_their_own_app(
     isolated_settings: str, monkeypatch: pytest.MonkeyPatch  # noqa: F811
 ) -> None:
     built: list[str] = []
-    monkeypatch.setattr(worker.signals, "child_context", lambda settings: built.append(settings.key_prefix)
-                        or settings.key_prefix)
+    monkeypatch.setattr(worker.signals, "child_context",
+                        lambda settings, _: built.append(settings.key_prefix) or settings.key_prefix)
     first = create_app(Settings(word_list_path=None, key_prefix="first"), main="first")
     second = create_app(Settings(word_list_path=None, key_prefix="second"), main="second")
     second.set_current()  # what a pool child does for its worker's app before worker_process_init

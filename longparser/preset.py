@@ -1,0 +1,70 @@
+"""One request's counter and budget: the ``fit`` preset, the tokenizer's window, the reserve.
+
+``fit`` names a tokenizer (``model``, a declared name, a path the caller loaded) and expands
+to the recommended settings for it (:func:`schemas.config.fit_config`): strict mode, that
+counter, ``max_tokens = min(window, 512)`` and :data:`schemas.config.RECOMMENDED_CONFIG`,
+fields set explicitly winning. In strict mode ``max_tokens`` may not exceed the counter's
+window: chunks would then be cut by the model, silently. A chunk counts at most
+``max_tokens - reserve_tokens``, the room left for a prefix the embedder adds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from longparser.errors import RequestRefused
+from longparser.resources import Resources, select_counter
+from longparser.tokens import TokenCounter
+from schemas.config import MODEL_WINDOW, ChunkingConfig, fit_config
+
+
+def counter_window(name: str, counter: TokenCounter) -> int | None:
+    """The window of ``counter`` in tokens (special tokens included); None: it has none."""
+    window = getattr(counter, "window", None)
+    if window is None and name == "model":
+        return MODEL_WINDOW
+    return window
+
+
+def resolve(config: ChunkingConfig, resources: Resources) -> tuple[ChunkingConfig, TokenCounter]:
+    """The config as it applies (the preset expanded) and its counter.
+
+    Raises:
+        RequestRefused: the named tokenizer is not held, the preset and the explicit fields do
+            not make a valid config, or strict mode asks for chunks larger than the window.
+    """
+    if config.fit is not None:
+        window = counter_window(config.fit, select_counter(config.fit, resources))
+        if window is None:
+            raise RequestRefused(f"fit {config.fit!r}: this counter has no window to fit")
+        try:
+            config = fit_config(config, window)
+        except ValidationError as exc:
+            raise RequestRefused(f"fit {config.fit!r} (window {window}): {_one_line(exc)}") from None
+    counter = select_counter(config.token_counter, resources)
+    window = counter_window(config.token_counter, counter)
+    if config.strict_max_tokens and window is not None and config.max_tokens > window:
+        raise RequestRefused(
+            f"max_tokens {config.max_tokens} is above the window of token_counter {config.token_counter!r} "
+            f"({window} tokens): strict mode could not keep chunks within what the model embeds; "
+            f"set max_tokens to {window} or less"
+        )
+    return config, counter
+
+
+def _one_line(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(map(str, error.get("loc", ())))
+        message = " ".join(str(error.get("msg", "invalid")).removeprefix("Value error, ").split())
+        problems.append(f"{where}: {message}" if where else message)
+    return "; ".join(problems)
+
+
+def expanded(fit: str | None, config: ChunkingConfig) -> dict[str, Any] | None:
+    """What a result's stats echo of a preset: ``fit`` and every field it expanded to."""
+    if fit is None:
+        return None
+    return {"fit": fit, **config.model_dump(mode="json", exclude={"fit"})}
