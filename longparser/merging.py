@@ -25,7 +25,7 @@ equation; metadata is the union (target wins). A draft merged forward is checked
 may still be under the minimum). The pipeline restores reading order (by first block)
 afterwards.
 
-Context prefixes: the earlier draft's prefix stays. The later draft's repeated lead-in is
+Repeated text: the earlier draft's prefix stays. The later draft's repeated lead-in is
 dropped when the earlier draft already holds that lead-in: as primary content (the first piece
 of the list) or as its own repeated lead-in (two later pieces of the same list re-joined), so
 the merged text shows the lead-in once, at the top. Otherwise (a lead-in the earlier draft
@@ -37,33 +37,37 @@ from __future__ import annotations
 from itertools import pairwise
 
 from longparser.budget import Budget
-from longparser.build import LINE_SEPARATOR, Draft, Part, part
+from longparser.build import LINE_SEPARATOR, Draft, Part
 from longparser.prepare import Rec
 
 MERGE_SEPARATOR = "\n\n"
 
 
-def _holds_lead_in(draft: Draft, lead: Rec) -> bool:
+def _holds_lead_in(draft: Draft, lead_in: Rec) -> bool:
     """Whether ``draft``'s text already shows the lead-in block (primary or repeated)."""
-    return draft.lead is lead or any(piece.rec is lead for piece in draft.parts)
+    return draft.repeated_lead_in is lead_in or any(piece.rec is lead_in for piece in draft.parts)
 
 
 def merge_pair(earlier: Draft, later: Draft, target: Draft) -> Draft:
-    """One draft holding ``earlier`` then ``later``; ``target`` decides the type and section."""
+    """One draft holding ``earlier`` then ``later``; ``target`` decides the type and section.
+
+    The merged draft keeps what a piece cut from it must repeat (a list's lead-in), so that a
+    strict cut of it still shows what its items are a list of.
+    """
     later_parts = list(later.parts)
-    lead = earlier.lead
-    if later.lead is not None and not _holds_lead_in(earlier, later.lead):
-        # the later piece's repeated lead-in stays in the text, inline, as context
-        later_parts[:1] = [part(later.lead, later.lead.text, later.lead.units, context=True),
+    repeated = earlier.repeated_lead_in
+    if later.repeated_lead_in is not None and not _holds_lead_in(earlier, later.repeated_lead_in):
+        # the later piece's repeated lead-in stays in the text, inline
+        lead_in = later.repeated_lead_in
+        later_parts[:1] = [Part(lead_in, lead_in.text, lead_in.units, repeated=True),
                            later_parts[0].after(LINE_SEPARATOR)]
-        lead = lead or later.lead
+        repeated = repeated or lead_in
     later_parts[0] = later_parts[0].after(MERGE_SEPARATOR)
     kind = "equation" if earlier.has_equation() or later.has_equation() else target.kind
     meta = {**(earlier if target is later else later).meta, **target.meta}
-    merged = Draft(earlier.parts + later_parts, kind, target.section, meta)
-    merged.set_prefix(earlier.prefix, earlier.prefix_units)
-    merged.lead = lead
-    return merged
+    return target.evolve(parts=earlier.parts + later_parts, kind=kind, meta=meta, prefix=earlier.prefix,
+                         prefix_units=earlier.prefix_units, repeated_lead_in=repeated,
+                         lead_in=earlier.lead_in or later.lead_in)
 
 
 def _only_headings(draft: Draft) -> bool:
@@ -74,7 +78,7 @@ def _trailing_headings(draft: Draft) -> int:
     """How many parts at the end of ``draft`` are headings."""
     n = 0
     for piece in reversed(draft.parts):
-        if piece.rec.kind != "heading" or piece.context:
+        if piece.rec.kind != "heading" or piece.repeated:
             break
         n += 1
     return n
@@ -138,7 +142,7 @@ def _target(slots: list[Draft | None], i: int, budget: Budget) -> tuple[int, Dra
         if j is None:
             continue
         merged = _merged(slots, i, j)
-        if not budget.strict or budget.fits(merged):
+        if budget.accepts(merged):
             return j, merged
     return None
 

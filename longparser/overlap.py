@@ -1,6 +1,6 @@
 """Stage 8: paragraph overlap.
 
-With ``overlap_blocks`` N > 0, a draft receives, as context, the texts of the trailing
+With ``overlap_blocks`` N > 0, a draft receives, as repeated text, the texts of the trailing
 paragraphs of the draft right before it (chunk order), when both are in the same section and
 neither is a table/table_schema draft. Primary ids and pages do not change; the copied ids go
 to metadata ``overlap_block_ids`` and ``overlap_with_previous`` is set.
@@ -11,8 +11,8 @@ Decisions (docs/chunking.md has the rules):
   are ``paragraph`` blocks (a trailing heading, list item or caption stops the walk: it is not
   a paragraph). A trailing ``equation`` block cancels the overlap entirely (the overlap would
   duplicate an equation).
-* No overlap onto a draft that already carries context (a later list piece with its
-  repeated lead-in), nor when the draft's text already starts with the overlap text.
+* No overlap onto a draft that already starts with repeated text (a later list piece with its
+  lead-in), nor when the draft's text already starts with the overlap text.
 * Overlap texts are joined to each other and to the draft with a blank line.
 * ``overlap_max_share`` caps the overlap at that share of ``max_tokens`` (opt-in), and in
   strict mode the overlap takes at most the room the chunk has left: whole paragraphs are
@@ -35,7 +35,7 @@ def overlap_candidates(previous: Draft, n: int) -> list[Part]:
     """The trailing paragraphs of ``previous`` to copy (possibly none), in reading order."""
     picked: list[Part] = []
     for piece in reversed(previous.parts):
-        if piece.context:
+        if piece.repeated:
             continue  # an inline lead-in is not the previous chunk's own text
         if len(picked) == n:
             break
@@ -64,14 +64,7 @@ def _fitted(
     def allowed(text: str, units: int | None = None) -> bool:
         if room is not None:  # an additive counter: the room is known in units
             return (budget.measure(text) if units is None else units) <= room
-        if cap is not None and budget.count(text) > cap:
-            return False
-        if not budget.strict:
-            return True
-        trial = Draft(current.parts, current.kind, current.section, current.meta)
-        trial.breadcrumb = current.breadcrumb
-        trial.set_prefix(text + OVERLAP_SEPARATOR, budget.measure(text))
-        return budget.fits(trial)
+        return budget.prefix_fits(current, text, OVERLAP_SEPARATOR, cap)
 
     while True:  # ``picked`` is never empty
         text = OVERLAP_SEPARATOR.join([piece.text for piece in picked])
@@ -86,7 +79,7 @@ def _fitted(
 
 
 def apply_overlap(drafts: list[Draft], n: int, budget: Budget, max_share: float | None) -> None:
-    """Prepend overlap context in place (drafts are the engine's own objects)."""
+    """Prepend overlap in place (drafts are the engine's own objects)."""
     if n <= 0:
         return
     cap = None if max_share is None else int(max_share * budget.max_tokens)

@@ -1,8 +1,9 @@
 """The chunking pipeline: composes the stages, one named step each.
 
 ``validate -> prepare (exclusions, equation re-tag) -> sections and their segments ->
-semantic boundaries -> drafts (tables, lists, packing with glue) -> minimum-size merge ->
-reading order -> overlap -> ids, token counts, quality -> result``.
+semantic boundaries -> drafts (tables, lists, packing with glue) -> headings lead what they
+head -> minimum-size merge -> reading order -> fit (strict mode) -> overlap -> ids, token
+counts, quality, embed_text -> result``.
 
 Decisions:
 
@@ -12,7 +13,7 @@ Decisions:
 * Semantic mode requested without an encoder: structural packing, ``stats.semantic``
   records ``available=False`` with the reason, and one warning is logged per call. An encoder
   that raises propagates the error (the task fails visibly instead of silently degrading).
-* ``token_count`` is the counter's count of the final text (with overlap and context);
+* ``token_count`` is the counter's count of the final text (with overlap and repeated text);
   packing works on per-block counts (their sums may differ from the joined text's count).
 * ``timings_ms``: ``validate`` is the validation of dict blocks (done while prepare reads
   them), ``prepare`` the rest of that pass (exclusions, equation re-tagging, token counts,
@@ -28,9 +29,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from longparser.breadcrumbs import embed_text
 from longparser.budget import Budget
 from longparser.build import Draft, to_chunk
-from longparser.context import embed_text
 from longparser.fit import block_parts, fit_all
 from longparser.ids import chunk_id
 from longparser.intake import BlockIntake
@@ -44,7 +45,6 @@ from longparser.resources import NO_RESOURCES, Resources, select_counter
 from longparser.sections import ListSeg, ProseSeg, Section, group_sections
 from longparser.semantic import section_boundaries
 from longparser.table_chunks import table_drafts
-from longparser.tokens import TokenCounter
 from schemas import Block, Chunk, ChunkingConfig, ChunkRequest, ChunkResult, ChunkStats, SemanticStats
 
 logger = logging.getLogger(__name__)
@@ -117,21 +117,22 @@ def build_drafts(
 
 def finalize(
     drafts: list[Draft], document_id: str | None, config: ChunkingConfig, resources: Resources,
-    counter: TokenCounter,
+    budget: Budget,
 ) -> list[Chunk]:
-    """Ids, final token counts, quality scores (of the final text) and the embedding context."""
+    """Ids, final token counts, quality scores (of the final text) and the breadcrumb to embed."""
     score = ChunkScorer(resources.word_list, resources.language_id).score
+    counter = budget.counter
     chunks = []
-    pieces = block_parts(drafts) if config.strict_max_tokens else None
+    pieces = block_parts(drafts) if budget.strict else None
     for index, draft in enumerate(drafts):
         if pieces and pieces[index]:
             draft.meta["block_parts"] = pieces[index]
         text, sources = draft.text, draft.sources
         quality, components = score(text, [(rec.confidence, len(rec.text)) for rec in sources])
         ident = chunk_id(document_id, index, draft.kind, [rec.block_id for rec in sources], text)
-        context = embed_text(draft, text) if config.heading_context else None
+        to_embed = embed_text(draft, text) if budget.with_breadcrumb else None
         tokens = draft.tokens(counter)
-        chunks.append(to_chunk(draft, ident, text, tokens, quality, components, sources, context))
+        chunks.append(to_chunk(draft, ident, text, tokens, quality, components, sources, to_embed))
     return chunks
 
 
@@ -176,7 +177,7 @@ def chunk_blocks(
     t4 = time.perf_counter()
     drafts = build_drafts(sections, starts, cfg, budget)
     t5 = time.perf_counter()
-    chunks = finalize(drafts, document_id, cfg, res, counter)
+    chunks = finalize(drafts, document_id, cfg, res, budget)
     t6 = time.perf_counter()
     timings = {
         "validate": round(intake.seconds * 1000.0, 3),

@@ -139,5 +139,5 @@ def prepare(
         previous_text = text
     counted = [rec for rec in records if rec.kind != "table"]
     for rec, units in zip(counted, counter.measure([rec.text for rec in counted]), strict=True):
-        rec.units, rec.tokens = units, counter.join(rec.text, (units,))
+        rec.units, rec.tokens = units, counter.count_joined(rec.text, (units,))
     return records, excluded, retagged

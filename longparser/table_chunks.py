@@ -12,7 +12,7 @@ Formats (``table_chunk_format``):
 
 Batching: rows are added while the batch's token sum (per-line counts, the pipe header line
 included) stays within ``max_tokens`` and the batch holds fewer than
-``table_rows_per_chunk`` rows; a single row larger than the target is kept whole (DEC-04).
+``table_rows_per_chunk`` rows; a single row larger than the target is kept whole (a target exception).
 
 Wide tables (more than ``wide_table_col_threshold`` columns): bands of 12 columns, each
 carrying column 0 as the key. Reading: band 1 is columns 0-11; every later band is column 0
@@ -23,7 +23,7 @@ all its row batches.
 
 Schema chunk (``generate_schema_chunks``, chunk_type ``table_schema``): counts, each
 column's type and null rate, up to 5 sample rows in the table format over all columns. It is
-emitted before the row chunks and may exceed the target (DEC-04).
+emitted before the row chunks and may exceed the target (a target exception).
 
 Caption: an attached caption (see sections.py) is primary content of the table's FIRST
 chunk - the schema chunk when one is generated (so chunk order by first block stays reading
@@ -42,7 +42,7 @@ from operator import itemgetter
 from typing import Any
 
 from longparser.budget import Budget
-from longparser.build import LINE_SEPARATOR, Draft, part
+from longparser.build import LINE_SEPARATOR, Draft, Part
 from longparser.cutting import split_spans
 from longparser.errors import RequestRefused
 from longparser.prepare import Rec
@@ -157,20 +157,20 @@ def _row_drafts(
 
     def draft_of(head: str, lines: list[str], units: list[int], rows: tuple[int, int],
                  band: list[int] | None) -> Draft:
-        body = part(rec, LINE_SEPARATOR.join(lines), sum(units), LINE_SEPARATOR)
-        head_part = part(rec, head, budget.measure(head)) if head else None
+        body = Part(rec, LINE_SEPARATOR.join(lines), sum(units), LINE_SEPARATOR)
+        head_part = Part(rec, head, budget.measure(head)) if head else None
         parts = [head_part, body] if head_part else [body]
         draft = Draft(parts, "table", section, _meta(rec, fmt, rows, band))
-        draft.head = head_part
+        draft.header_line = head_part
         return draft
 
     for cols, band in column_bands(len(grid.columns), config.wide_table_col_threshold):
         lines = render_rows(grid, cols, fmt, grid.rows)
         head = " | ".join([grid.columns[c] for c in cols]) if fmt == "pipe" else ""
         units = counter.measure(lines)
-        tokens = [counter.join(line, (n,)) for line, n in zip(lines, units, strict=True)]
+        tokens = [counter.count_joined(line, (n,)) for line, n in zip(lines, units, strict=True)]
         head_units = [budget.measure(head)] if head else []
-        head_tokens = counter.join(head, head_units) if head else 0
+        head_tokens = counter.count_joined(head, head_units) if head else 0
 
         def batch(i: int, j: int, head: str = head, lines: list[str] = lines, units: list[int] = units,
                   band: list[int] | None = band) -> Draft:
@@ -178,7 +178,7 @@ def _row_drafts(
 
         def fits(i: int, j: int, summed: int, batch: Callable[[int, int], Draft] = batch,
                  units: list[int] = units, head_units: list[int] = head_units) -> bool:
-            """Rows i..j-1 under the header line: DEC-04's sum, or (strict) the emitted count."""
+            """Rows i..j-1 under the header line: the per-line sum, or (strict) the emitted count."""
             if not budget.strict:
                 return summed <= budget.max_tokens
             known = budget.fits_units([*head_units, sum(units[i:j])], section.path)
@@ -221,13 +221,13 @@ def _schema_draft(rec: Rec, grid: Grid, section: Section, fmt: str, budget: Budg
     head = [" | ".join(grid.columns)] if fmt == "pipe" and samples else []
     lines = [*head, *samples]
     units = budget.counter.measure([description, *lines])
-    parts = [part(rec, description, units[0])] + [
-        part(rec, line, n, LINE_SEPARATOR) for line, n in zip(lines, units[1:], strict=True)]
+    parts = [Part(rec, description, units[0])] + [
+        Part(rec, line, n, LINE_SEPARATOR) for line, n in zip(lines, units[1:], strict=True)]
     meta: dict[str, Any] = {"table_block_id": rec.block_id, "n_rows": len(grid.rows),
                             "n_cols": len(grid.columns), "columns": profiles, "table_format": fmt}
     draft = Draft(parts, "table_schema", section, meta)
     shown = len(samples)
-    while budget.strict and shown > 0 and not budget.fits(draft):
+    while shown > 0 and not budget.accepts(draft):
         shown -= 1
         draft.parts = parts[: 1 + (len(head) if shown else 0) + shown]
     meta["sample_rows"] = shown
@@ -240,13 +240,13 @@ def _with_caption(draft: Draft, seg: TableSeg) -> None:
     if cap is None:
         return
     first, *rest = draft.parts
-    draft.parts = [part(cap, cap.text, cap.units), first.after(LINE_SEPARATOR), *rest]
+    draft.parts = [Part(cap, cap.text, cap.units), first.after(LINE_SEPARATOR), *rest]
     draft.meta["caption_block_id"] = cap.block_id
 
 
 def _whole(rec: Rec, text: str, kind: str, section: Section, meta: dict[str, Any], budget: Budget) -> Draft:
     """A draft of one piece of text (the table's own text, a header line, a schema)."""
-    return Draft([part(rec, text, budget.measure(text))], kind, section, meta)
+    return Draft([Part(rec, text, budget.measure(text))], kind, section, meta)
 
 
 def table_drafts(seg: TableSeg, section: Section, config: ChunkingConfig, budget: Budget) -> list[Draft]:

@@ -37,7 +37,7 @@ class ChunkingConfig(BaseModel):
     detect_equations: bool = True
     exclude_headers_footers: bool = True
     # --- budget (docs/strict.md) ------------------------------------------------------------
-    # "estimate": DEC-04 (whitespace words x 1.33); "model": the pinned model's own tokenizer.
+    # "estimate": the word estimate (whitespace words x 1.33); "model": the pinned model's own tokenizer.
     token_counter: TokenCounterName = "estimate"
     # Every chunk's final text (embed_text with heading_context) counts at most max_tokens.
     strict_max_tokens: bool = False

@@ -8,7 +8,8 @@ Failure policy:
 
 * a bad payload (too large, not a ChunkRequest, a semantic request on a worker without the
   model, a request the engine refuses for lack of a resource) fails at once with a readable
-  :class:`~tasks.errors.ChunkTaskError` and is never retried; a FAILURE record is stored under
+  :class:`~tasks.errors.ChunkTaskError` (or the engine's :class:`~schemas.errors.RequestRefused`)
+  and is never retried; a FAILURE record is stored under
   the document id so the producer sees why;
 * Redis errors worth waiting out (connection, timeout, LOADING, READONLY, TRYAGAIN, OOM) are
   retried in this process for up to ``LONGPARSER_STORE_RETRY_WINDOW`` seconds; past it the
@@ -34,7 +35,6 @@ from celery.worker.state import task_ready
 
 from config.settings import Settings
 from longparser import chunk_request
-from longparser.errors import RequestRefused as EngineRefused
 from schemas import ChunkRequest
 from service.keys import TASK_NAME, is_valid_document_id
 from service.retry import call_with_retry, is_transient
@@ -107,13 +107,6 @@ def _prepare(payload: Any, settings: Settings, report: Report) -> ChunkRequest:
     return request
 
 
-def _chunk(request: ChunkRequest, context: WorkerContext) -> Any:
-    try:
-        return chunk_request(request, context.resources)
-    except EngineRefused as exc:
-        raise RequestRefused(str(exc)) from None
-
-
 def run_chunk_job(
     payload: Any,
     context: WorkerContext,
@@ -140,8 +133,8 @@ def run_chunk_job(
         request = _prepare(payload, context.settings, report)
         blocks = len(request.blocks)
         report("chunking", {"document_id": request.document_id, "blocks": blocks, "chunks": 0})
-        result = _chunk(request, context)
-    except ChunkTaskError as exc:
+        result = chunk_request(request, context.resources)
+    except (ChunkTaskError, RequestRefused) as exc:
         _store_failure(context, document_id, task_id, exc)
         raise
     except Exception as exc:  # engine bug or SoftTimeLimitExceeded: fail visibly, JSON-safe
@@ -211,7 +204,7 @@ def _context(task: Any) -> WorkerContext:
     bind=True,
     acks_late=True,
     reject_on_worker_lost=True,
-    throws=(ChunkTaskError,),
+    throws=(ChunkTaskError, RequestRefused),
     Request=TimeLimitAwareRequest,
 )
 def chunk_document(self: Any, payload: dict[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Lists (plan case B13, list part): a lead-in stays with its items; a long list is split at
 bullets with the lead-in repeated.
 
-Token arithmetic (DEC-04): ``n`` words -> ``int(n * 1.33)`` tokens, e.g. 10 -> 13, 20 -> 26, 40 -> 53.
+Token arithmetic (the word estimate): ``n`` words -> ``int(n * 1.33)`` tokens, e.g. 10 -> 13,
+20 -> 26, 40 -> 53.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Minimum-size merging (plan case B05): short tails, heads and sections merge into a neighbour;
 tables never merge; an equation's type wins.
 
-Token arithmetic (DEC-04): ``n`` words -> ``int(n * 1.33)`` tokens, e.g. 10 -> 13, 20 -> 26, 40 -> 53.
+Token arithmetic (the word estimate): ``n`` words -> ``int(n * 1.33)`` tokens, e.g. 10 -> 13,
+20 -> 26, 40 -> 53.
 """
 
 from __future__ import annotations

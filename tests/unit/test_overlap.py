@@ -1,7 +1,8 @@
 """Overlap (plan case B07): the previous chunk's last paragraphs are prepended, never across
 sections, tables or equations.
 
-Token arithmetic (DEC-04): ``n`` words -> ``int(n * 1.33)`` tokens, e.g. 10 -> 13, 20 -> 26, 40 -> 53.
+Token arithmetic (the word estimate): ``n`` words -> ``int(n * 1.33)`` tokens, e.g. 10 -> 13,
+20 -> 26, 40 -> 53.
 """
 
 from __future__ import annotations

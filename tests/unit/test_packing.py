@@ -1,7 +1,8 @@
 """Packing prose into token-budgeted chunks (plan cases B04 structural part, B06, B12, and the
 equation glue of B13): budget splits, the supplied hierarchy, oversized blocks, headings.
 
-Token arithmetic (DEC-04): ``n`` words -> ``int(n * 1.33)`` tokens, e.g. 10 -> 13, 20 -> 26, 40 -> 53.
+Token arithmetic (the word estimate): ``n`` words -> ``int(n * 1.33)`` tokens, e.g. 10 -> 13,
+20 -> 26, 40 -> 53.
 """
 
 from __future__ import annotations

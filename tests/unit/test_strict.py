@@ -1,6 +1,6 @@
-"""Strict mode (``strict_max_tokens``): each former DEC-04 exception, exactly.
+"""Strict mode (``strict_max_tokens``): each target exception, exactly (docs/strict.md).
 
-The counter here is the DEC-04 estimate (``n`` words -> ``int(n * 1.33)`` tokens: 3 -> 3,
+The counter here is the word estimate (``n`` words -> ``int(n * 1.33)`` tokens: 3 -> 3,
 4 -> 5, 9 -> 11, 12 -> 15) so that every figure can be checked by hand; the model tokenizer and
 a non-additive counter are covered by the property tests (tests/property/test_strict.py).
 """
@@ -25,7 +25,7 @@ def _fits(result, max_tokens: int) -> None:
 
 def test_packing_counts_the_joined_text_not_the_sum_of_blocks(make_block):
     blocks = [make_block("two words"), make_block("two more")]  # 2 + 2 by sums, 5 joined
-    assert len(run_engine(blocks, max_tokens=4).chunks) == 1  # the DEC-04 target: sums
+    assert len(run_engine(blocks, max_tokens=4).chunks) == 1  # the target: sums
     strict = run_engine(blocks, max_tokens=4, **STRICT)
     assert [c.text for c in strict.chunks] == ["two words", "two more"]
 
@@ -187,8 +187,25 @@ class _Counter:
     def measure(self, texts):
         return [self.function(text) for text in texts]
 
-    def join(self, text, units):
+    def count_joined(self, text, units):
         return self.function(text)
 
     def fitting_prefix(self, text, budget):
         return max(0, min(len(text), budget - 10))
+
+
+def test_a_heading_merged_into_a_list_piece_keeps_the_lead_in_for_later_pieces(make_block):
+    # The heading-only chunk merges into the list's first piece, which then no longer fits and is
+    # cut: the piece after the cut still repeats the list's lead-in (the merge kept it).
+    blocks = [make_block("Procedure for the yearly check", "heading"), make_block("Steps are:"),
+              make_block("- open the cover and look", "list_item"),
+              make_block("- close the cover and lock", "list_item"),
+              make_block("- sign the log book today", "list_item")]
+    result = run_engine(blocks, max_tokens=20, min_tokens=5, **STRICT)
+    assert [(c.text, c.block_ids) for c in result.chunks] == [
+        ("Procedure for the yearly check\n\nSteps are:\n- open the cover and look", ["b1", "b2", "b3"]),
+        ("Steps are:\n- close the cover and lock", ["b4"]),
+        ("Steps are:\n- sign the log book today", ["b5"]),
+    ]
+    assert [c.metadata.get("lead_in_block_id") for c in result.chunks] == [None, "b2", "b2"]
+    _fits(result, 20)

@@ -6,7 +6,7 @@ made the engine allocate gigabytes), and the common gap-free table is unchanged;
 sparse that even that grid would be huge (cells on a diagonal) is refused at validation.
 
 Table chunks (plan cases B09-B11): row batches, schema chunks, pipe format, fallback text, wide
-tables cut into column bands, captions. Token arithmetic (DEC-04): ``n`` words ->
+tables cut into column bands, captions. Token arithmetic (the word estimate): ``n`` words ->
 ``int(n * 1.33)`` tokens.
 """
 
