@@ -96,11 +96,13 @@ class Draft:
         header_line: a pipe table draft's header line (one of its parts): what a piece cut from
             it repeats.
         breadcrumb: the heading breadcrumb when strict mode shortened it (None: the section's).
+        after_boundary: a semantic boundary separates this draft from the one before it (nothing
+            merges across it, no overlap crosses it).
     """
 
     __slots__ = (
-        "_body", "_parts", "breadcrumb", "header_line", "kind", "lead_in", "meta", "overlap_ids", "prefix",
-        "prefix_units", "repeated_lead_in", "section",
+        "_body", "_parts", "after_boundary", "breadcrumb", "header_line", "kind", "lead_in", "meta",
+        "overlap_ids", "prefix", "prefix_units", "repeated_lead_in", "section",
     )
 
     def __init__(
@@ -116,6 +118,7 @@ class Draft:
         self.lead_in: Rec | None = None
         self.header_line: Part | None = None
         self.breadcrumb: list[str] | None = None
+        self.after_boundary = False
 
     def evolve(self, **changes: Any) -> Draft:
         """A new draft with ``changes`` (field names as attributes) and every other field copied
@@ -130,6 +133,7 @@ class Draft:
         new.prefix, new.prefix_units = self.prefix, self.prefix_units
         new.repeated_lead_in, new.overlap_ids = self.repeated_lead_in, self.overlap_ids
         new.lead_in, new.header_line, new.breadcrumb = self.lead_in, self.header_line, self.breadcrumb
+        new.after_boundary = self.after_boundary
         for name, value in changes.items():
             setattr(new, name, value)
         return new

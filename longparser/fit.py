@@ -72,7 +72,8 @@ def _empty_piece(draft: Draft, budget: Budget, *, first: bool) -> Draft:
     else:
         lead_in, prefix, prefix_units, overlap_ids = draft.lead_in, "", 0, []
     piece = draft.evolve(parts=[], meta=dict(draft.meta), overlap_ids=overlap_ids, prefix=prefix,
-                         prefix_units=prefix_units, repeated_lead_in=lead_in)
+                         prefix_units=prefix_units, repeated_lead_in=lead_in,
+                         after_boundary=first and draft.after_boundary)
     if lead_in is not None:
         text = _shortened(lead_in.text, budget, keep_end=True)
         piece.set_prefix(text + LINE_SEPARATOR, budget.measure(text))

@@ -1,8 +1,9 @@
 """Stage 8: paragraph overlap.
 
 With ``overlap_blocks`` N > 0, a draft receives, as repeated text, the texts of the trailing
-paragraphs of the draft right before it (chunk order), when both are in the same section and
-neither is a table/table_schema draft. Primary ids and pages do not change; the copied ids go
+paragraphs of the draft right before it (chunk order), when both are in the same section,
+neither is a table/table_schema draft and no semantic boundary lies between them (the topic
+changed: the previous topic's text would only mislead). Primary ids and pages do not change; the copied ids go
 to metadata ``overlap_block_ids`` and ``overlap_with_previous`` is set.
 
 Decisions (docs/chunking.md has the rules):
@@ -85,6 +86,8 @@ def apply_overlap(drafts: list[Draft], n: int, budget: Budget, max_share: float 
     cap = None if max_share is None else int(max_share * budget.max_tokens)
     for previous, current in pairwise(drafts):
         if previous.section is not current.section or previous.is_table or current.is_table:
+            continue
+        if current.after_boundary:
             continue
         if current.prefix:
             continue

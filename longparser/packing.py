@@ -73,9 +73,18 @@ def pack_groups(
 
 
 def pack_prose(records: list[Rec], starts: Set[int], section: Section, budget: Budget) -> list[Draft]:
-    """Pack a prose run into section/equation drafts."""
+    """Pack a prose run into section/equation drafts.
+
+    A draft holding a block a semantic boundary starts at is ``after_boundary``: every such block
+    starts a new chunk, so the boundary lies between this draft and the one before it (blocks
+    glued to it from the closed chunk come from before the boundary, but they introduce it).
+    """
 
     def draft(group: list[Rec]) -> Draft:
         return Draft(parts_of(group, PROSE_SEPARATOR), prose_kind(group, "section"), section)
 
-    return [draft(group) for group in pack_groups(records, starts, budget.packer(draft))]
+    drafts = [draft(group) for group in pack_groups(records, starts, budget.packer(draft))]
+    if starts:
+        for made in drafts:
+            made.after_boundary = any(part.rec.pos in starts for part in made.parts)
+    return drafts

@@ -80,7 +80,8 @@ def _semantic(
     stats = SemanticStats(
         requested=True,
         available=True,
-        boundaries=len(starts),
+        boundaries=len(starts),  # until the chunks exist: see chunk_blocks
+        boundaries_found=len(starts),
         texts_embedded=embedded,
         method=config.semantic_method,
         model=getattr(encoder, "name", None),
@@ -176,6 +177,8 @@ def chunk_blocks(
     starts, semantic = _semantic(sections, cfg, res)
     t4 = time.perf_counter()
     drafts = build_drafts(sections, starts, cfg, budget)
+    if semantic.available:  # the boundaries between the chunks as emitted
+        semantic = semantic.model_copy(update={"boundaries": sum(draft.after_boundary for draft in drafts)})
     t5 = time.perf_counter()
     chunks = finalize(drafts, document_id, cfg, res, budget)
     t6 = time.perf_counter()
