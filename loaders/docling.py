@@ -579,6 +579,7 @@ class _Converter:
                 "col_span": max(1, cell.end_col_offset_idx - c0),
                 "text": cell.text or "",
                 "column_header": bool(cell.column_header),
+                "row_header": bool(cell.row_header),
             })
         table = {"n_rows": data.num_rows, "n_cols": data.num_cols, "cells": cells}
         flags: dict[str, Any] = {"docling_label": label}

@@ -113,16 +113,6 @@ class Budget:
             return True
         return self.fits(draft.evolve(prefix=text + separator, prefix_units=self.measure(text)))
 
-    def fits_units(self, units: list[int], path: tuple[str, ...]) -> bool | None:
-        """Whether pieces measuring ``units``, in a chunk of section ``path`` whose text does not
-        open with a heading, fit: decided from the units alone with an additive counter, None
-        otherwise (then build the draft and ask :meth:`fits`)."""
-        if not self.counter.additive:
-            return None
-        if self.with_breadcrumb and path:
-            units = [*units, self.measure(BREADCRUMB_SEPARATOR.join(path))]
-        return self.counter.count_joined("", units) <= self.max_tokens
-
     def packer(self, draft_of: Callable[[list[T]], Draft]) -> Callable[[list[T], T, int], bool]:
         """``fits(group, upcoming, summed_tokens)`` for packing: whether ``group`` with
         ``upcoming`` appended fits: the per-block sum against the target, or (strict) the

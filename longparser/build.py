@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 from longparser.prepare import Rec
 from longparser.sections import Section
+from longparser.tables import Grid
 from longparser.tokens import TokenCounter
 from schemas import Chunk
 
@@ -36,6 +37,31 @@ PROSE_SEPARATOR = "\n\n"
 LINE_SEPARATOR = "\n"
 _TABLE_KINDS = frozenset({"table", "table_schema"})
 _validate_chunk = Chunk.__pydantic_validator__.validate_python  # Chunk.model_validate minus its wrapper
+
+
+class TableRows(NamedTuple):
+    """What a table part holds, so that the strict fit can cut it where a table may be cut:
+    between its rows, and a row too long alone between its cells. The part's text is
+    ``"\n".join(lines)``.
+
+    Attributes:
+        grid: the table.
+        columns: the grid columns the lines show (a column band).
+        start: the index in ``grid.rows`` of the first row held (row numbers count from 1).
+        lines: the rendered rows, one per row.
+        cut: the part is already a piece of row ``start`` cut between its cells (``lines`` holds
+            its one line): it is not cut by rows again.
+    """
+
+    grid: Grid
+    columns: list[int]
+    start: int
+    lines: list[str]
+    cut: bool = False
+
+    def row_range(self) -> tuple[int, int]:
+        """The first and last row numbers held (1-based)."""
+        return self.start + 1, self.start + (1 if self.cut else len(self.lines))
 
 
 class Part(NamedTuple):
@@ -49,6 +75,7 @@ class Part(NamedTuple):
         repeated: a copy of text from elsewhere (a repeated lead-in or header line), not a source.
         span: ``(start, end)`` of ``text`` in the block's text when it is a piece of a block cut
             to a strict maximum, else None.
+        rows: the table rows ``text`` renders (a table's row batch), else None.
     """
 
     rec: Rec
@@ -57,20 +84,21 @@ class Part(NamedTuple):
     sep: str = ""
     repeated: bool = False
     span: tuple[int, int] | None = None
+    rows: TableRows | None = None
 
     def after(self, sep: str) -> Part:
         """This part with ``sep`` written before it."""
         return self._replace(sep=sep)
 
 
-_part_of_tuple = partial(tuple.__new__, Part)  # a Part from a 6-tuple, in C (many parts per document)
+_part_of_tuple = partial(tuple.__new__, Part)  # a Part from a 7-tuple, in C (many parts per document)
 
 
 def parts_of(records: list[Rec], sep: str) -> list[Part]:
     """Each record's whole text as a part, joined by ``sep``."""
     return list(map(_part_of_tuple, zip(records, map(attrgetter("text"), records),
                                         map(attrgetter("units"), records), repeat(sep), repeat(False),
-                                        repeat(None))))
+                                        repeat(None), repeat(None))))
 
 
 def join_parts(parts: list[Part]) -> str:
@@ -93,16 +121,16 @@ class Draft:
         repeated_lead_in: the list lead-in this draft repeats (in ``prefix`` or inline), or None.
         overlap_ids: block ids of the overlap paragraphs held in ``prefix``.
         lead_in: a list draft's lead-in (primary or repeated): what a piece cut from it repeats.
-        header_line: a pipe table draft's header line (one of its parts): what a piece cut from
-            it repeats.
+        table_header: a table draft's title and header line, as repeated parts: what every piece
+            cut from it starts with.
         breadcrumb: the heading breadcrumb when strict mode shortened it (None: the section's).
         after_boundary: a semantic boundary separates this draft from the one before it (nothing
             merges across it, no overlap crosses it).
     """
 
     __slots__ = (
-        "_body", "_parts", "after_boundary", "breadcrumb", "header_line", "kind", "lead_in", "meta",
-        "overlap_ids", "prefix", "prefix_units", "repeated_lead_in", "section",
+        "_body", "_parts", "after_boundary", "breadcrumb", "kind", "lead_in", "meta", "overlap_ids",
+        "prefix", "prefix_units", "repeated_lead_in", "section", "table_header",
     )
 
     def __init__(
@@ -116,7 +144,7 @@ class Draft:
         self.repeated_lead_in: Rec | None = None
         self.overlap_ids: list[str] = []
         self.lead_in: Rec | None = None
-        self.header_line: Part | None = None
+        self.table_header: tuple[Part, ...] = ()
         self.breadcrumb: list[str] | None = None
         self.after_boundary = False
 
@@ -132,7 +160,7 @@ class Draft:
         new.kind, new.section, new.meta = self.kind, self.section, self.meta
         new.prefix, new.prefix_units = self.prefix, self.prefix_units
         new.repeated_lead_in, new.overlap_ids = self.repeated_lead_in, self.overlap_ids
-        new.lead_in, new.header_line, new.breadcrumb = self.lead_in, self.header_line, self.breadcrumb
+        new.lead_in, new.table_header, new.breadcrumb = self.lead_in, self.table_header, self.breadcrumb
         new.after_boundary = self.after_boundary
         for name, value in changes.items():
             setattr(new, name, value)
@@ -204,9 +232,24 @@ def prose_kind(records: list[Rec], default: str) -> str:
     return "equation" if any(rec.kind == "equation" for rec in records) else default
 
 
+def _title_markers(draft: Draft, meta: dict[str, Any]) -> None:
+    """A table chunk's title (its caption part): ``title_block_id``, and ``caption_block_id``
+    where it is the chunk's own content or ``title_repeated`` where it is repeated."""
+    for p in draft.parts:
+        if p.rec.kind == "caption":
+            meta["title_block_id"] = p.rec.block_id
+            if p.repeated:
+                meta["title_repeated"] = True
+            else:
+                meta["caption_block_id"] = p.rec.block_id
+            return
+
+
 def chunk_metadata(draft: Draft, quality: dict[str, Any]) -> dict[str, Any]:
-    """The chunk's metadata: the draft's own plus lead-in/overlap markers and quality."""
+    """The chunk's metadata: the draft's own plus title, lead-in and overlap markers and quality."""
     meta = dict(draft.meta)
+    if draft.is_table:
+        _title_markers(draft, meta)
     if draft.repeated_lead_in is not None:
         meta["lead_in_repeated"] = True
         meta["lead_in_block_id"] = draft.repeated_lead_in.block_id

@@ -11,10 +11,19 @@ boundary, then pack the pieces again.
   pieces that fit. Each later piece repeats what its content needs to be understood: a list's
   lead-in (like every later list piece), a pipe table's header line. Overlap is not repeated.
   Headings never end a piece that content follows: they move on with that content.
-* A part too long for any piece (an oversized paragraph, list item, row batch or schema) is cut
-  at line breaks, then sentence ends, then word boundaries, and a single over-long word by the
-  counter's own prefix search (a tokenizer's offsets). Every piece keeps its block's id and
-  page; the chunk's metadata ``block_parts`` says which part of which block it holds.
+* A part too long for any piece (an oversized paragraph or list item) is cut at line breaks,
+  then sentence ends, then word boundaries, and a single over-long word by the counter's own
+  prefix search (a tokenizer's offsets). Every piece keeps its block's id and page; the
+  chunk's metadata ``block_parts`` says which part of which block it holds.
+* A table says where it may be cut (:class:`~longparser.build.TableRows`): a row batch between
+  its rows; a row too long alone between its cells, written as records (``Row 3: Name=Ada;
+  B=...``), every piece repeating the row's number and its label cells (the row-header cells,
+  else column 0), a cell too long cut at words under them and its column's name again. Every
+  piece of a table repeats the table's title and header line; ``row_start``/``row_end`` say
+  which rows each piece holds.
+* A schema chunk is never cut: its last sample rows are dropped until it fits
+  (``metadata.sample_rows`` says how many are shown); only a description that cannot fit even
+  alone (a table of very many columns) is cut.
 * Repeated text may take at most :data:`~longparser.budget.REPEAT_SHARE` of the budget: a longer
   breadcrumb loses its outermost titles first (the last one left is cut to fit), a longer
   lead-in or header line is cut. Repeated text is shortened, never content.
@@ -24,12 +33,13 @@ Nothing is lost: every non-whitespace character of kept text is in some chunk, i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
 from longparser.breadcrumbs import BREADCRUMB_SEPARATOR, breadcrumb
 from longparser.budget import Budget
-from longparser.build import LINE_SEPARATOR, Draft, Part
+from longparser.build import LINE_SEPARATOR, Draft, Part, TableRows
 from longparser.cutting import fitting_tail, split_spans
 from longparser.errors import RequestRefused
 
@@ -80,13 +90,137 @@ def _empty_piece(draft: Draft, budget: Budget, *, first: bool) -> Draft:
     return piece
 
 
-def _header_line(draft: Draft, budget: Budget) -> list[Part]:
-    """The parts a later piece of ``draft`` starts with (a pipe table's header line)."""
-    head = draft.header_line
-    if head is None:
-        return []
-    text = _shortened(head.text, budget, keep_end=False)
-    return [Part(head.rec, text, budget.measure(text), "", True)]
+def _cut_row(part: Part) -> bool:
+    """A piece of a table row cut between its cells (records name their columns)."""
+    return part.rows is not None and part.rows.cut
+
+
+def _table_header(draft: Draft, budget: Budget, upcoming: Part | None) -> list[Part]:
+    """The parts a later piece of a table draft starts with (its title and header line, each
+    shortened to the repeat share; no header line above the pieces of a row cut between its
+    cells, which name their columns)."""
+    parts = []
+    for head in draft.table_header:
+        if upcoming is not None and _cut_row(upcoming) and head.rec.kind == "table":
+            continue
+        text = _shortened(head.text, budget, keep_end=False)
+        parts.append(Part(head.rec, text, budget.measure(text), LINE_SEPARATOR if parts else "", True))
+    return parts
+
+
+# --- tables: rows, cells, sample rows ----------------------------------------------------------
+
+
+def _row_parts(piece: Part, rows: TableRows, budget: Budget) -> list[Part]:
+    """A row batch as one part per row."""
+    return [Part(piece.rec, line, budget.measure(line), piece.sep if k == 0 else LINE_SEPARATOR,
+                 piece.repeated, None, TableRows(rows.grid, rows.columns, rows.start + k, [line]))
+            for k, line in enumerate(rows.lines)]
+
+
+def _cell_parts(piece: Part, rows: TableRows, draft: Draft, budget: Budget) -> list[Part] | None:
+    """A row too long alone, cut between its cells (see the module doc); None if not even a
+    fragment of it fits beside what ``draft`` holds.
+
+    Each piece is ``Row N: `` then the row's label cells, then as many other cells as fit; a
+    cell too long even so is cut under ``Row N: <label cells>; name=``, else under ``Row N:
+    name=``, else written bare after its name on a piece of its own (repeated text gives way to
+    content)."""
+    grid, n = rows.grid, rows.start + 1
+    row = grid.rows[rows.start]
+    sep = piece.sep if draft.parts else ""
+
+    def made(text: str) -> Part:
+        return Part(piece.rec, text, budget.measure(text), sep, False, None,
+                    TableRows(grid, rows.columns, rows.start, [text], cut=True))
+
+    def fits(text: str) -> bool:
+        return budget.fits(draft.evolve(parts=[*draft.parts, made(text)]))
+
+    cells = [(grid.columns[c], row[c]) for c in rows.columns]
+    key_columns = [c for c in rows.columns if c in grid.label_columns] or rows.columns[:1]
+    keys = [f"{grid.columns[c]}={row[c]}" for c in key_columns]
+    label = f"Row {n}: "
+    if not fits(label + "; ".join(keys)):  # label cells too long to repeat: written once, as cells
+        keys = []
+
+    def written(group: list[str]) -> str:
+        return label + "; ".join([*keys, *group])
+
+    texts: list[str] = []
+    group: list[str] = []
+    for c, (name, value) in zip(rows.columns, cells, strict=True):
+        if keys and c in key_columns:
+            continue
+        cell = f"{name}={value}"
+        if fits(written([*group, cell])):
+            group.append(cell)
+            continue
+        if group:
+            texts.append(written(group))
+            group = []
+        if fits(written([cell])):
+            group = [cell]
+            continue
+        cut = _cut_cell(name, value, [written([f"{name}="]), f"{label}{name}="], fits, budget)
+        if cut is None:
+            return None
+        texts.extend(cut)
+    if group or not texts:
+        texts.append(written(group))
+    if keys and not any(text.startswith(written([])) for text in texts):
+        texts.insert(0, written([]))  # the label cells, once at least
+    return [made(text) for text in texts]
+
+
+def _cut_cell(name: str, value: str, heads: list[str], fits: Callable[[str], bool],
+              budget: Budget) -> list[str] | None:
+    """One cell's value cut under the first of ``heads`` it fits under; else its name and its
+    value bare, each cut as it must be; None if not even one character fits."""
+    for head in heads:
+        spans = split_spans(value, lambda fragment, head=head: fits(head + fragment), budget.counter)
+        if spans is not None and spans:
+            return [head + value[s:e] for s, e in spans]
+    texts = []
+    for text in (name, value):
+        spans = split_spans(text, fits, budget.counter)
+        if spans is None:
+            return None
+        texts.extend(text[s:e] for s, e in spans)
+    return texts
+
+
+def _table_pieces(piece: Part, draft: Draft, budget: Budget) -> list[Part] | None:
+    """A table part cut where the table allows: between rows, else between one row's cells."""
+    rows = piece.rows
+    assert rows is not None
+    if rows.cut:
+        return _text_pieces(piece._replace(rows=None), draft, budget)
+    if len(rows.lines) > 1:
+        return _row_parts(piece, rows, budget)
+    # the row's pieces name their columns: the header line above them goes
+    draft.parts = [p for p in draft.parts if not (p.repeated and p.rec.kind == "table")]
+    return _cell_parts(piece, rows, draft, budget)
+
+
+def _row_meta(piece: Draft) -> None:
+    """A table piece's ``row_start``/``row_end``: the rows it holds."""
+    ranges = [p.rows.row_range() for p in piece.parts if p.rows is not None]
+    if ranges:
+        piece.meta["row_start"], piece.meta["row_end"] = ranges[0][0], ranges[-1][1]
+
+
+def _fewer_samples(draft: Draft, budget: Budget) -> Draft:
+    """A schema draft with its last sample rows dropped until it fits (the header line above
+    them goes with the last one)."""
+    shown = draft.meta.get("sample_rows", 0)
+    parts = draft.parts
+    while shown and not budget.fits(draft):
+        parts, shown = parts[:-1], shown - 1
+        if not shown and parts and parts[-1].repeated:
+            parts = parts[:-1]
+        draft = draft.evolve(parts=parts, meta={**draft.meta, "sample_rows": shown})
+    return draft
 
 
 # --- cutting a draft into pieces -------------------------------------------------------------
@@ -160,14 +294,14 @@ def _close(piece: Draft, pieces: list[Draft], hold_headings: bool = True) -> lis
     return parts[cut:]
 
 
-def _next_piece(draft: Draft, carried: list[Part], budget: Budget) -> Draft:
+def _next_piece(draft: Draft, carried: list[Part], budget: Budget, upcoming: Part | None) -> Draft:
     """The next piece of ``draft``: what it repeats, then the headings carried over (a list's
     lead-in carried over is content again, not repeated)."""
     piece = _empty_piece(draft, budget, first=False)
     if any(p.rec is draft.lead_in for p in carried):
         piece.set_prefix("", 0)
         piece.repeated_lead_in = None
-    opening = _header_line(draft, budget)
+    opening = _table_header(draft, budget, upcoming)
     if carried:
         carried = [carried[0].after(LINE_SEPARATOR if opening else ""), *carried[1:]]
     piece.parts = opening + carried
@@ -198,6 +332,8 @@ def fit_draft(draft: Draft, budget: Budget) -> list[Draft]:
     Raises:
         RequestRefused: not even one character fits, with all repeated text given up.
     """
+    if draft.kind == "table_schema":
+        draft = _fewer_samples(draft, budget)
     if budget.fits(draft):
         return [draft]
     pieces: list[Draft] = []
@@ -210,15 +346,18 @@ def fit_draft(draft: Draft, budget: Budget) -> list[Draft]:
             current.parts = trial.parts
             continue
         if _has_content(current):  # close it; the piece starts the next one
-            current = _next_piece(draft, _close(current, pieces), budget)
+            current = _next_piece(draft, _close(current, pieces), budget, piece)
             queue.insert(0, piece)
             continue
-        cut = _text_pieces(piece, current, budget)
+        if piece.rows is None:
+            cut = _text_pieces(piece, current, budget)
+        else:
+            cut = _table_pieces(piece, current, budget)
         if cut is not None:
             queue[:0] = cut
         elif any(_opens(p, current) for p in current.parts):  # openers nothing fits beside
             _close(current, pieces)
-            current = _next_piece(draft, [], budget)
+            current = _next_piece(draft, [], budget, piece)
             queue.insert(0, piece)
         elif _drop_repeated_text(current, budget):
             queue.insert(0, piece)
@@ -227,6 +366,9 @@ def fit_draft(draft: Draft, budget: Budget) -> list[Draft]:
                                  "text a chunk must repeat")
     if current.parts:
         _close(current, pieces, hold_headings=False)
+    if draft.kind == "table":
+        for done in pieces:
+            _row_meta(done)
     return pieces
 
 

@@ -172,7 +172,7 @@ def chunk_blocks(
     intake = BlockIntake(blocks)
     records, excluded, retagged = prepare(intake, cfg, counter)
     t2 = time.perf_counter()
-    sections = group_sections(records)
+    sections = group_sections(records, cfg.table_titles)
     t3 = time.perf_counter()
     starts, semantic = _semantic(sections, cfg, res)
     t4 = time.perf_counter()

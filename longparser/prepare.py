@@ -117,6 +117,7 @@ def prepare(
     previous_text: str | None = None
     detect = config.detect_equations
     drop_hf = config.exclude_headers_footers
+    infer_header = config.table_header_inference
     last_list: list[str] | None = None
     path: tuple[str, ...] = ()
     for pos, block in enumerate(blocks):
@@ -133,7 +134,7 @@ def prepare(
         if block["hierarchy_path"] != last_list:  # consecutive blocks share one path tuple
             last_list = block["hierarchy_path"]
             path = tuple(last_list)
-        grid = build_grid(cells) if kind == "table" and cells else None
+        grid = build_grid(cells, infer_header) if kind == "table" and cells else None
         records.append(Rec(pos, block["block_id"], kind, text, block["provenance"]["page_number"], path,
                            block["confidence"]["overall"], grid))
         previous_text = text

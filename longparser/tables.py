@@ -10,13 +10,17 @@ Decisions (docs/chunking.md has the rules):
 * A spanning cell's text is repeated in every position it covers (a row-spanning "Region"
   then names every row it covers, so each row record stands alone; a column-spanning
   header names every column under it). Where cells overlap, the first cell wins.
-* Header rows are the rows covered by any ``column_header`` cell. Without flags: the first
-  row, and each following row that holds no number in a column that is numeric below it
-  (a sub-header such as ``Train | Test | % of Total`` under a spanning title), while such a
-  column exists and a data row is left; a year is a number like any other (a row of years is
-  data). A column's name is its header rows' distinct non-empty texts joined by `` / ``
-  (``Revenue / 2024``), or ``col_<i>`` (its 0-based column index) when empty. Duplicate names
-  are kept as given.
+* Header rows are the rows covered by any ``column_header`` cell (docling's flags). Without
+  flags (and unless inference is off): the first row, and every row after it up to the first
+  row that is at least half numeric (half of its non-empty cells are numbers), when that row
+  comes within the first :data:`MAX_HEADER_ROWS` + 1 rows; a table with no such row (all
+  text), or with one further down, has the first row alone as its header. So a deep header
+  (a title row, a group row, a unit row) names every column, and a row of figures (years
+  included) is data. With inference off and no flags there is no header row. A column's name
+  is its header rows' distinct non-empty texts joined by `` / `` (``Revenue / 2024``), or
+  ``col_<i>`` (its 0-based column index) when empty. Duplicate names are kept as given.
+* A row's label says which row it is: the texts of its row-header cells (``row_header``
+  flags: the columns holding a flagged cell), else its first column's text.
 * Cell text is stripped; in a cell holding a line break, tab or other non-printable
   character, every whitespace run becomes a single space (a cell must not break a row's
   line); other cells keep their inner spacing as given.
@@ -52,16 +56,38 @@ _NUMBER_COLUMN_RE = re.compile(f"{_NUMBER}(?:\n{_NUMBER})*")
 _DIGITS_TO_ZERO = str.maketrans("123456789", "000000000")
 
 
+MAX_HEADER_ROWS = 6
+
+
 @dataclass(slots=True)
 class Grid:
-    """A table as rows of cell texts."""
+    """A table as rows of cell texts.
+
+    Attributes:
+        columns: each column's name.
+        rows: the data rows, in order, as cell texts.
+        label_columns: the columns whose texts label a row (its row-header cells, else column 0).
+    """
 
     columns: list[str]
-    rows: list[list[str]]  # data rows only, in order
+    rows: list[list[str]]
+    label_columns: list[int]
+
+    def label(self, row: list[str]) -> str:
+        """The row's label: the distinct texts of its label columns, joined by `` / ``."""
+        texts: list[str] = []
+        for c in self.label_columns:
+            if row[c] and row[c] not in texts:
+                texts.append(row[c])
+        return " / ".join(texts)
 
 
 _ROW, _COL, _TEXT = itemgetter("row_index"), itemgetter("col_index"), itemgetter("text")
 _ROW_SPAN, _COL_SPAN, _HEADER = itemgetter("row_span"), itemgetter("col_span"), itemgetter("column_header")
+
+
+def _row_header(cell: TableCell) -> bool:
+    return cell.get("row_header", False)
 
 
 def clean_texts(texts: list[str | None]) -> list[str]:
@@ -130,30 +156,31 @@ def _is_number(value: str) -> bool:
     return _all_match(_NUMBER_COLUMN_RE, value)
 
 
+def _half_numeric(row: list[str]) -> bool:
+    """At least half of the row's non-empty cells are numbers."""
+    values = [value for value in row if value]
+    return bool(values) and 2 * sum(map(_is_number, values)) >= len(values)
+
+
 def _inferred_header_rows(grid: list[list[str]]) -> list[int]:
-    """Without flags: row 0, then each next row with no number where the rows below are numeric.
-
-    The columns of the row's own numbers are typed first: a data row (the usual case) is
-    recognised by one column's type, without typing the whole table.
-    """
-    header = [0]
-    for r in range(1, len(grid) - 1):  # a data row must be left
-        below = grid[r + 1 :]
-
-        def numeric_below(c: int, below: list[list[str]] = below) -> bool:
-            return guess_type([row[c] for row in below if row[c]]) == "number"
-
-        row = grid[r]
-        if any(numeric_below(c) for c, value in enumerate(row) if value and _is_number(value)):
-            break  # a number above a numeric column: data
-        if not any(numeric_below(c) for c, value in enumerate(row) if not (value and _is_number(value))):
-            break  # no numeric column to tell a header from data
-        header.append(r)
-    return header
+    """Without flags: row 0, then the rows before the first half-numeric row (see the module doc)."""
+    for r in range(1, min(len(grid), MAX_HEADER_ROWS + 1)):
+        if _half_numeric(grid[r]):
+            return list(range(r))
+    return [0]
 
 
-def build_grid(cells: Sequence[TableCell]) -> Grid:
-    """Grid of a structured table from its (non-empty) cells.
+def _label_columns(cells: Sequence[TableCell], col_ids: Sequence[int], header_rows: set[int],
+                   row_ids: Sequence[int]) -> list[int]:
+    """Grid columns holding a ``row_header`` cell outside the header rows; ``[0]`` when none."""
+    found = {bisect_left(col_ids, cell["col_index"]) for cell in filter(_row_header, cells)
+             if bisect_left(row_ids, cell["row_index"]) not in header_rows}
+    return sorted(found) or [0]
+
+
+def build_grid(cells: Sequence[TableCell], infer_header: bool = True) -> Grid:
+    """Grid of a structured table from its (non-empty) cells (``infer_header``: header rows are
+    inferred when no cell is flagged, see the module doc).
 
     Only the rows and columns where some cell starts exist: a cell at row 10**9 costs one row,
     not a billion (the grid's size is bounded by the number of cells). Each cell's text fills
@@ -177,7 +204,7 @@ def build_grid(cells: Sequence[TableCell]) -> Grid:
         flat = list(map(filled.get, range(len(row_ids) * len(col_ids)), repeat("")))
     width = len(col_ids)
     grid = [flat[k : k + width] for k in range(0, len(flat), width)]
-    header_rows = _flagged_rows(cells, row_ids) or _inferred_header_rows(grid)
+    header_rows = _flagged_rows(cells, row_ids) or (_inferred_header_rows(grid) if infer_header else [])
     columns = []
     for c, index in enumerate(col_ids):
         parts: list[str] = []
@@ -187,7 +214,8 @@ def build_grid(cells: Sequence[TableCell]) -> Grid:
                 parts.append(text)
         columns.append(" / ".join(parts) or f"col_{index}")
     skip = set(header_rows)
-    return Grid(columns, [row for r, row in enumerate(grid) if r not in skip and any(row)])
+    label_columns = _label_columns(cells, col_ids, skip, row_ids) if any(map(_row_header, cells)) else [0]
+    return Grid(columns, [row for r, row in enumerate(grid) if r not in skip and any(row)], label_columns)
 
 
 def _all_match(pattern: re.Pattern[str], values: str) -> bool:

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-TableChunkFormat = Literal["row_record", "pipe"]
+TableChunkFormat = Literal["row_record", "pipe", "markdown", "labelled"]
 TokenCounterName = Literal["estimate", "model"]
 # The pinned embedding model's window in its own tokens, special tokens included
 # (sentence-transformers' max_seq_length for all-MiniLM-L6-v2): what fits is embedded whole.
@@ -34,6 +34,12 @@ class ChunkingConfig(BaseModel):
     table_chunk_format: TableChunkFormat = "row_record"
     generate_schema_chunks: bool = True
     wide_table_col_threshold: int = Field(default=25, ge=1)
+    # --- tables (docs/chunking.md) ------------------------------------------------------------
+    # A table's title (its caption, or a "Table N" paragraph next to it) opens its first row
+    # chunk and is repeated on every later row chunk and on the schema chunk (then after the rows).
+    table_titles: bool = False
+    # Without header flags, infer the header rows (off: only flagged rows are header rows).
+    table_header_inference: bool = True
     detect_equations: bool = True
     exclude_headers_footers: bool = True
     # --- budget (docs/strict.md) ------------------------------------------------------------

@@ -205,6 +205,7 @@ def test_table_cells_spans_and_header_flags_are_carried() -> None:
         assert cell["col_span"] == original.end_col_offset_idx - original.start_col_offset_idx
         assert cell["text"] == original.text
         assert cell["column_header"] == original.column_header
+        assert cell["row_header"] == original.row_header
     spanning = next(cell for cell in cells if cell["text"] == "% of Total")
     assert (spanning["row_index"], spanning["col_index"], spanning["col_span"]) == (0, 2, 4)
     assert spanning["column_header"] is True
@@ -564,3 +565,17 @@ def test_an_inline_paragraph_is_chunked_whole() -> None:
 )
 def test_join_runs(runs: list[tuple[str, str]], text: str) -> None:
     assert join_runs(runs) == text
+
+
+def test_row_header_cells_label_their_rows() -> None:
+    doc = new_doc(1)
+    data = grid([["Region", "Q1"], ["North", "10"], ["South", "12"]])
+    for cell in data.table_cells:
+        cell.row_header = cell.start_col_offset_idx == 0 and cell.start_row_offset_idx > 0
+    box = BoundingBox(l=0, t=0, r=1, b=1)
+    doc.add_table(data=data, prov=ProvenanceItem(page_no=1, bbox=box, charspan=(0, 0)))
+    blocks = convert_docling(doc).blocks
+    flags = [cell["row_header"] for cell in blocks[0]["table"]["cells"]]
+    assert flags == [False, False, True, False, True, False]
+    result = chunk_blocks(blocks, {"table_chunk_format": "labelled", "generate_schema_chunks": False})
+    assert result.chunks[0].text == "North: Q1=10\nSouth: Q1=12"
