@@ -199,7 +199,7 @@ def _table_pieces(piece: Part, draft: Draft, budget: Budget) -> list[Part] | Non
     if len(rows.lines) > 1:
         return _row_parts(piece, rows, budget)
     # the row's pieces name their columns: the header line above them goes
-    draft.parts = [p for p in draft.parts if not (p.repeated and p.rec.kind == "table")]
+    draft.parts = [p for p in draft.parts if not (p.rec.kind == "table" and p.rows is None)]
     return _cell_parts(piece, rows, draft, budget)
 
 
@@ -235,8 +235,17 @@ def _leads(piece: Part) -> bool:
 
 
 def _opens(piece: Part, draft: Draft) -> bool:
-    """A heading, a caption or the list's lead-in: it opens what follows, never ends a piece."""
-    return _leads(piece) or (piece.rec is draft.lead_in and not piece.repeated)
+    """A heading, a caption, the list's lead-in or a table's header line: it opens what follows,
+    never ends a piece."""
+    if piece.repeated:
+        return False
+    return _leads(piece) or piece.rec is draft.lead_in or _header_line(piece, draft)
+
+
+def _header_line(piece: Part, draft: Draft) -> bool:
+    """A table's header line (its first batch's own; later pieces repeat it)."""
+    return piece.rec.kind == "table" and piece.rows is None and any(
+        piece.text == head.text for head in draft.table_header)
 
 
 def _has_content(draft: Draft) -> bool:

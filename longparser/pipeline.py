@@ -112,7 +112,7 @@ def build_drafts(
     drafts.sort(key=Draft.first_pos.fget)  # type: ignore[attr-defined]
     if budget.strict:
         drafts = fit_all(drafts, budget)
-    apply_overlap(drafts, config.overlap_blocks, budget, config.overlap_max_share)
+    apply_overlap(drafts, config.overlap_blocks, budget, config.overlap_max_share, config.overlap_unit)
     return drafts
 
 

@@ -147,6 +147,8 @@ class _Batcher:
         return draft
 
     def batches(self) -> list[Draft]:
+        """The batches; the first holds the header line as its own content (the column names),
+        the later ones repeat it."""
         drafts: list[Draft] = []
         start, running = 0, self.opening_tokens
         for i in range(len(self.lines)):
@@ -158,6 +160,9 @@ class _Batcher:
             running += self.tokens[i]
         if start < len(self.lines):
             drafts.append(self.draft(start, len(self.lines)))
+        first = drafts[0]
+        first.parts = [p._replace(repeated=False) if p.rec is self.rec and p.rows is None else p
+                       for p in first.parts]
         return drafts
 
 

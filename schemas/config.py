@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 TableChunkFormat = Literal["row_record", "pipe", "markdown", "labelled"]
+OverlapUnit = Literal["paragraph", "sentence"]
 TokenCounterName = Literal["estimate", "model"]
 # The pinned embedding model's window in its own tokens, special tokens included
 # (sentence-transformers' max_seq_length for all-MiniLM-L6-v2): what fits is embedded whole.
@@ -50,8 +51,11 @@ class ChunkingConfig(BaseModel):
     # --- context ------------------------------------------------------------------------------
     # Each chunk also gets embed_text: its heading breadcrumb, then its text.
     heading_context: bool = False
-    # Overlap may take at most this share of max_tokens (None: whole paragraphs, as before).
+    # Overlap may take at most this share of max_tokens, and never a quarter of its chunk or more
+    # (None: whole paragraphs, as before).
     overlap_max_share: float | None = Field(default=None, gt=0.0, le=1.0)
+    # What overlap copies: the previous chunk's last overlap_blocks paragraphs, or sentences.
+    overlap_unit: OverlapUnit = "paragraph"
     # --- semantic boundaries (docs/semantic.md) -----------------------------------------------
     use_semantic_chunking: bool = False
     # "adjacent" (the default, unchanged behaviour), "cohesion", or "recommended" (= cohesion).
