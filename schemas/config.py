@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -12,6 +14,18 @@ TokenCounterName = Literal["estimate", "model"]
 # The pinned embedding model's window in its own tokens, special tokens included
 # (sentence-transformers' max_seq_length for all-MiniLM-L6-v2): what fits is embedded whole.
 MODEL_WINDOW = 256
+# The settings recommended for the pinned 256-token model: the README shows them, the retrieval
+# benchmark's "recommended" row runs them (docs/retrieval-benchmark.md), and a unit test holds
+# the README to this mapping. Changed only on the benchmark's dev split.
+RECOMMENDED_CONFIG: Mapping[str, Any] = MappingProxyType({
+    "max_tokens": 256,
+    "min_tokens": 50,
+    "strict_max_tokens": True,
+    "token_counter": "model",
+    "overlap_max_share": 0.05,
+    "table_chunk_format": "pipe",
+    "heading_context": True,
+})
 # The names of longparser.boundary_methods.METHODS and ALIASES (a unit test keeps them equal).
 SemanticMethod = Literal["adjacent", "cohesion", "recommended"]
 

@@ -553,3 +553,32 @@ def test_exported_backend_process_never_imports_torch(exported_backend: str, enc
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_retrieval_benchmark_smoke_on_one_dev_document(
+    reference: RealModel, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``longparser bench-retrieval`` end to end on one small dev document, our rows only (the
+    full run with the anchors is ``make bench-retrieval``; its figures are in bench/README.md)."""
+    out = tmp_path / "smoke"
+    status = main(["bench-retrieval", "--split", "dev", "--document", "dl-docx-word-sample",
+                   "--only-ours", "--threads", "1", "-o", str(out)])
+    tables = capsys.readouterr().out
+    assert status == 0
+    report = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    assert out.with_suffix(".md").read_text(encoding="utf-8").strip() == tables.strip()
+    assert report["weights_sha256"] == PINNED_SHA256 and report["documents"] == ["dl-docx-word-sample"]
+    rows = {row["name"]: row for row in report["rows"]}
+    recommended = rows["ours: recommended"]
+    n = report["questions"]
+    assert n == recommended["questions"] == sum(k["questions"] for k in recommended["by_kind"].values()) > 0
+    for row in (r for r in rows.values() if "unavailable" not in r):
+        assert 0.0 <= row["hit@1"] <= row["hit@5"] <= 1.0
+        assert row["recall@512"] <= row["recall@1024"] <= 1.0
+        assert row["hit@1"] <= row["mrr@10"] <= 1.0
+        assert row["tokens_embedded"] > 0 and len(row["per_question"]) == n
+    assert recommended["over_window"] == 0  # strict mode at the model's window
+    if recommended["tokens_embedded"] <= 512:  # every chunk fits the context: recall is what is held
+        held = 1 - (recommended["cut_mid_fact"] + recommended["missing"]) / n
+        assert recommended["recall@512"] == pytest.approx(held)
+    assert "| ours: recommended |" in tables

@@ -1,0 +1,449 @@
+"""``longparser bench-retrieval``: the real-document retrieval benchmark, every chunker in one run.
+
+``longparser bench-retrieval --split dev [--anchors ANCHORS.json] [--only ours] [-o OUT_PREFIX]``
+(``make bench-retrieval SPLIT=dev`` builds the anchors first; docs/retrieval-benchmark.md).
+
+For each row (a chunker or one of our configs) and each document of the split:
+
+1. **Chunks.** Our rows chunk the converter's blocks (:mod:`loaders.docling`) through
+   :func:`longparser.chunk_blocks` with the row's config: :data:`~schemas.config.RECOMMENDED_CONFIG`,
+   the default config, semantic mode, and ablations, each a few keys over the recommended
+   config. A key the installed engine does not know makes its row ``n/a`` (the benchmark is
+   written ahead of the engine). The anchors' chunks come from ``bench/retrieval/anchors.py``
+   (run in a throwaway environment); the page chunker (one chunk per page of docling's Markdown
+   export, cut to 256 tokens) runs here, and so does "ours on the Markdown export" once a
+   Markdown reader is installed (:data:`MARKDOWN_READERS`).
+2. **Embedding**, the same for every row: each chunk's ``embed_text`` when it has one, else its
+   ``text`` (anchors give theirs: HybridChunker's ``contextualize()``), embedded by the pinned
+   model as the service embeds (:func:`loaders.encoder.load_encoder`: a text over the model's
+   window is embedded in windows), questions likewise; each text is embedded once per run.
+3. **Ranking**: a question's own document's chunks by cosine similarity, ties in chunk order.
+4. **Metrics** (:mod:`longparser.retrieval_metrics`, one definition each): hit@1, hit@5, MRR@10,
+   recall at 512 and 1,024 tokens of embedded text (counted by the pinned tokenizer, special
+   tokens excluded; the last chunk cut at the budget), answers cut mid-fact, by question kind;
+   and per row the chunks, the tokens embedded in total and the chunks over the model's window.
+   *Best per question* is the best rank any row got (an upper bound of what chunking can do).
+
+Writes ``OUT_PREFIX.json`` (everything, per question too) and ``OUT_PREFIX.md`` (the tables),
+and prints the tables. Exit status: 0 done; 2 bad arguments or set files; 3 the model cannot be
+loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+
+from cli.retrieval_set import (
+    DEFAULT_SET,
+    QUESTION_KINDS,
+    RetrievalSetError,
+    SetDocument,
+    document_units,
+    markdown_export,
+    split_documents,
+)
+from longparser.retrieval_metrics import QuestionScore, occurrences, score_question, summarise
+from schemas.config import MODEL_WINDOW, RECOMMENDED_CONFIG, ChunkingConfig
+
+BUDGET = 256
+CONTEXT_BUDGETS = (512, 1024)
+RECOMMENDED_ROW = "ours: recommended"
+
+# Ablations: each a few keys over RECOMMENDED_CONFIG, so each choice is measured alone.
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "breadcrumbs off": {"heading_context": False},
+    "overlap none": {"overlap_blocks": 0},
+    "overlap uncapped": {"overlap_max_share": None},
+    "rows as row_record (key=value)": {"table_chunk_format": "row_record"},
+}
+# Settings the engine is gaining (issue "Chunks that win retrieval"); a row stays "n/a" until
+# the installed ChunkingConfig knows its key. Rename a key here when the engine names it.
+PENDING_ABLATIONS: dict[str, dict[str, Any]] = {
+    "table titles on rows off": {"table_titles": False},
+    "header rows: flags only (no inference)": {"table_header_inference": False},
+    "sentence-level overlap": {"overlap_unit": "sentence"},
+}
+# "module:function" names of a Markdown reader (markdown text -> block dicts), tried in order.
+MARKDOWN_READERS = ("loaders.markdown:blocks_from_markdown",)
+
+
+@dataclass(frozen=True)
+class Chunked:
+    """One chunk as scored: what is embedded (and searched for the answer)."""
+
+    embed: str
+
+
+@dataclass
+class Row:
+    name: str
+    description: str
+    source: str  # "blocks" (the converter's text) or "markdown": where answers are looked for
+    chunks: dict[str, list[Chunked]] = field(default_factory=dict)  # document id -> chunks
+    unavailable: str | None = None
+    seconds: float = 0.0
+
+
+class BenchError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+# --- our chunks ------------------------------------------------------------------------------
+
+
+def our_configs() -> dict[str, dict[str, Any] | None]:
+    """Row name -> config fields (None: the default config)."""
+    recommended = dict(RECOMMENDED_CONFIG)
+    rows: dict[str, dict[str, Any] | None] = {
+        RECOMMENDED_ROW: recommended,
+        "ours: default config": None,
+        "ours: recommended + semantic_method recommended": {
+            **recommended, "use_semantic_chunking": True, "semantic_method": "recommended"},
+    }
+    for name, keys in {**ABLATIONS, **PENDING_ABLATIONS}.items():
+        rows[f"ours: recommended, {name}"] = {**recommended, **keys}
+    return rows
+
+
+def config_or_reason(fields: Mapping[str, Any] | None) -> tuple[ChunkingConfig | None, str | None]:
+    """The config, or why this engine cannot run it (an unknown key: "n/a")."""
+    try:
+        return ChunkingConfig(**(fields or {})), None
+    except ValidationError as exc:
+        unknown = [".".join(map(str, e["loc"])) for e in exc.errors() if e["type"] == "extra_forbidden"]
+        if unknown:
+            return None, f"n/a: this engine has no {', '.join(unknown)}"
+        raise
+
+
+def chunk_with_engine(blocks: Sequence[dict[str, Any]], config: ChunkingConfig, resources: Any,
+                      document_id: str) -> list[Chunked]:
+    from longparser import chunk_blocks
+
+    result = chunk_blocks(blocks, config, resources, document_id=document_id)
+    return [Chunked(c.embed_text if c.embed_text is not None else c.text) for c in result.chunks]
+
+
+def markdown_reader() -> Callable[[str], list[dict[str, Any]]] | None:
+    """The first Markdown reader installed (:data:`MARKDOWN_READERS`), else None."""
+    for name in MARKDOWN_READERS:
+        module, _, function = name.partition(":")
+        try:
+            return getattr(importlib.import_module(module), function)
+        except (ImportError, AttributeError):
+            continue
+    return None
+
+
+# --- the page chunker ------------------------------------------------------------------------
+
+
+def page_texts(docling: dict[str, Any]) -> list[str]:
+    """docling's Markdown export of each page (the whole document when it has no pages)."""
+    from docling_core.types.doc import DoclingDocument
+
+    doc = DoclingDocument.model_validate(docling)
+    pages = sorted(doc.pages)
+    texts = [doc.export_to_markdown(page_no=p) for p in pages] if pages else [doc.export_to_markdown()]
+    return [t for t in texts if t.strip()]
+
+
+# --- tokens ----------------------------------------------------------------------------------
+
+
+class ModelTokens:
+    """The pinned tokenizer's count of a text (special tokens excluded) and its cut to n tokens."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self._counts: dict[str, int] = {}
+
+    def count(self, text: str) -> int:
+        if text not in self._counts:
+            self._counts[text] = len(self.tokenizer.encode(text, add_special_tokens=False).ids)
+        return self._counts[text]
+
+    def cut(self, text: str, n: int) -> str:
+        offsets = self.tokenizer.encode(text, add_special_tokens=False).offsets
+        return text[: offsets[n - 1][1]] if 0 < n <= len(offsets) else (text if n > 0 else "")
+
+
+# --- the run ---------------------------------------------------------------------------------
+
+
+def build_rows(documents: Sequence[SetDocument], anchors: dict[str, Any] | None, only_ours: bool,
+               tokens: ModelTokens, encoder: Any, counter: Any) -> tuple[list[Row], dict[str, str]]:
+    """Every row's chunks of every document, and each document's Markdown export."""
+    from longparser import Resources
+
+    markdown = dict((anchors or {}).get("markdown", {}))
+    for doc in documents:
+        markdown.setdefault(doc.id, markdown_export(doc.docling()))
+    blocks = {doc.id: _blocks(doc) for doc in documents}
+    rows: list[Row] = []
+    for name, fields in our_configs().items():
+        row = Row(name, json.dumps(fields, sort_keys=True) if fields is not None else "defaults", "blocks")
+        config, row.unavailable = config_or_reason(fields)
+        if config is not None:
+            resources = Resources(encoder=encoder if config.use_semantic_chunking else None,
+                                  model_counter=counter)
+            start = time.perf_counter()
+            row.chunks = {d.id: chunk_with_engine(blocks[d.id], config, resources, d.id) for d in documents}
+            row.seconds = time.perf_counter() - start
+        rows.append(row)
+    reader = markdown_reader()
+    row = Row("ours on the Markdown export: recommended", "Markdown -> blocks -> recommended config",
+              "markdown")
+    if reader is None:
+        row.unavailable = "n/a: no Markdown reader installed (" + ", ".join(MARKDOWN_READERS) + ")"
+    else:
+        config = ChunkingConfig(**RECOMMENDED_CONFIG)
+        resources = Resources(model_counter=counter)
+        row.chunks = {d.id: chunk_with_engine(reader(markdown[d.id]), config, resources, d.id)
+                      for d in documents}
+    rows.append(row)
+    if only_ours:
+        return rows, markdown
+    for name, anchor in (anchors or {}).get("anchors", {}).items():
+        source = "blocks" if name == "hybrid" else "markdown"
+        row = Row(f"anchor: {name}", anchor["description"], source,
+                  unavailable=anchor.get("unavailable"))
+        if row.unavailable is None:
+            row.chunks = {d.id: [Chunked(c["embed"]) for c in anchor["documents"][d.id]] for d in documents}
+        rows.append(row)
+    page = Row("anchor: page chunker", f"one chunk per page of the Markdown export, cut to {BUDGET} tokens",
+               "markdown")
+    page.chunks = {d.id: [Chunked(_cut(t, tokens)) for t in page_texts(d.docling())] for d in documents}
+    rows.append(page)
+    return rows, markdown
+
+
+def _cut(text: str, tokens: ModelTokens) -> str:
+    return text if tokens.count(text) <= BUDGET else tokens.cut(text, BUDGET)
+
+
+def _blocks(doc: SetDocument) -> list[dict[str, Any]]:
+    from loaders.docling import blocks_from_docling
+
+    return blocks_from_docling(doc.docling(), source_file=doc.path.name)
+
+
+def embed_all(encoder: Any, texts: Sequence[str]) -> dict[str, np.ndarray]:
+    """Unit vectors of the unique texts, one encode call."""
+    from longparser.semantic import unit_rows
+
+    unique = list(dict.fromkeys(texts))
+    vectors = unit_rows(np.asarray(encoder.encode(unique)))
+    return dict(zip(unique, vectors, strict=True))
+
+
+def score_rows(rows: Sequence[Row], documents: Sequence[SetDocument], markdown: Mapping[str, str],
+               tokens: ModelTokens, vectors: Mapping[str, np.ndarray]) -> dict[str, list[QuestionScore]]:
+    """Per row, one score per question (documents in order, questions in order)."""
+    sources = {doc.id: "\n".join(document_units(doc.docling())) for doc in documents}
+    scores: dict[str, list[QuestionScore]] = {}
+    for row in rows:
+        if row.unavailable is not None:
+            continue
+        scores[row.name] = []
+        for doc in documents:
+            texts = [c.embed for c in row.chunks[doc.id]]
+            source = sources[doc.id] if row.source == "blocks" else markdown[doc.id]
+            matrix = np.stack([vectors[t] for t in texts]) if texts else np.zeros((0, 1))
+            for q in doc.questions:
+                order = np.argsort(-(matrix @ vectors[q.question]), kind="stable").tolist() if texts else []
+                scores[row.name].append(score_question(
+                    order, texts, q.answer, CONTEXT_BUDGETS, tokens.count, tokens.cut,
+                    in_source=occurrences(source, q.answer) > 0))
+    return scores
+
+
+def best_per_question(scores: Mapping[str, list[QuestionScore]]) -> list[QuestionScore]:
+    """For each question, the best any row did."""
+    best = []
+    for per_row in zip(*scores.values(), strict=True):
+        ranks = [s.rank for s in per_row if s.rank is not None]
+        best.append(QuestionScore(
+            rank=min(ranks) if ranks else None,
+            recalled={b: any(s.recalled[b] for s in per_row) for b in CONTEXT_BUDGETS},
+            cut_mid_fact=all(s.cut_mid_fact for s in per_row)))
+    return best
+
+
+def report(rows: Sequence[Row], documents: Sequence[SetDocument], scores: Mapping[str, list[QuestionScore]],
+           tokens: ModelTokens) -> dict[str, Any]:
+    kinds = [q.kind for d in documents for q in d.questions]
+    result_rows = []
+    for row in rows:
+        entry: dict[str, Any] = {"name": row.name, "description": row.description, "source": row.source}
+        if row.unavailable is not None:
+            entry["unavailable"] = row.unavailable
+            result_rows.append(entry)
+            continue
+        embedded = [c.embed for d in documents for c in row.chunks[d.id]]
+        counts = [tokens.count(t) for t in embedded]
+        entry.update({
+            "chunks": len(embedded),
+            "tokens_embedded": sum(counts),
+            "mean_tokens": sum(counts) / len(counts) if counts else 0.0,
+            "over_window": sum(c + 2 > MODEL_WINDOW for c in counts),
+            "chunking_seconds": round(row.seconds, 3),
+            **summarise(scores[row.name], CONTEXT_BUDGETS),
+            "by_kind": _by_kind(scores[row.name], kinds),
+            "per_question": [
+                {"id": q.id, "rank": s.rank, **{f"recall@{b}": s.recalled[b] for b in CONTEXT_BUDGETS},
+                 "cut_mid_fact": s.cut_mid_fact, "missing": s.missing}
+                for q, s in zip([q for d in documents for q in d.questions], scores[row.name], strict=True)
+            ],
+        })
+        result_rows.append(entry)
+    best = best_per_question(scores)
+    return {
+        "documents": [d.id for d in documents],
+        "questions": len(kinds),
+        "questions_by_kind": {k: kinds.count(k) for k in QUESTION_KINDS},
+        "budget": BUDGET,
+        "context_budgets": list(CONTEXT_BUDGETS),
+        "rows": result_rows,
+        "best_per_question": {**summarise(best, CONTEXT_BUDGETS), "by_kind": _by_kind(best, kinds)},
+    }
+
+
+def _by_kind(scores: Sequence[QuestionScore], kinds: Sequence[str]) -> dict[str, Any]:
+    return {k: summarise([s for s, kind in zip(scores, kinds, strict=True) if kind == k], CONTEXT_BUDGETS)
+            for k in QUESTION_KINDS if k in kinds}
+
+
+# --- tables ----------------------------------------------------------------------------------
+
+
+def markdown_tables(result: dict[str, Any]) -> str:
+    hybrid = next((r for r in result["rows"] if r["name"] == "anchor: hybrid" and "chunks" in r), None)
+    lines = [
+        f"{len(result['documents'])} documents, {result['questions']} questions ("
+        + ", ".join(f"{k} {n}" for k, n in result["questions_by_kind"].items()) + f"); budget {BUDGET} "
+        "tokens of the pinned tokenizer; recall at 512 / 1,024 tokens of embedded text.",
+        "",
+        "| row | chunks | tokens embedded | x hybrid | hit@1 | hit@5 | MRR@10 | recall@512 | recall@1024 "
+        "| cut mid-fact | over window |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result["rows"]:
+        if "unavailable" in r:
+            lines.append(f"| {r['name']} | {r['unavailable']} |  |  |  |  |  |  |  |  |  |")
+            continue
+        ratio = f"{r['tokens_embedded'] / hybrid['tokens_embedded']:.2f}" if hybrid else ""
+        lines.append(
+            f"| {r['name']} | {r['chunks']} | {r['tokens_embedded']:,} | {ratio} | {r['hit@1']:.3f} | "
+            f"{r['hit@5']:.3f} | {r['mrr@10']:.3f} | {r['recall@512']:.3f} | {r['recall@1024']:.3f} | "
+            f"{r['cut_mid_fact']} | {r['over_window']} |")
+    b = result["best_per_question"]
+    lines.append(f"| *best row per question* |  |  |  | {b['hit@1']:.3f} | {b['hit@5']:.3f} "
+                 f"| {b['mrr@10']:.3f} "
+                 f"| {b['recall@512']:.3f} | {b['recall@1024']:.3f} | {b['cut_mid_fact']} |  |")
+    kinds = [k for k in QUESTION_KINDS if result["questions_by_kind"].get(k)]
+    lines += ["", "By question kind: recall@1024 as questions recalled / questions, and MRR@10.", "",
+              "| row | " + " | ".join(f"{k} ({result['questions_by_kind'][k]})" for k in kinds) + " |",
+              "|---|" + "---|" * len(kinds)]
+    for r in [*result["rows"], {"name": "*best row per question*", **result["best_per_question"]}]:
+        if "by_kind" not in r:
+            continue
+        cells = [f"{round(r['by_kind'][k]['recall@1024'] * r['by_kind'][k]['questions'])}/"
+                 f"{r['by_kind'][k]['questions']}, {r['by_kind'][k]['mrr@10']:.3f}" for k in kinds]
+        lines.append(f"| {r['name']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+# --- command ---------------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--split", required=True, choices=("dev", "test"))
+    parser.add_argument("--set", default=str(DEFAULT_SET), help="the set directory (eval/retrieval_v1)")
+    parser.add_argument("--anchors", metavar="ANCHORS.json",
+                        help="bench/retrieval/anchors.py output for this split (without it: our rows only)")
+    parser.add_argument("--only-ours", action="store_true", help="our rows only, even with --anchors")
+    parser.add_argument("--document", action="append", metavar="ID",
+                        help="only this document of the split (repeatable; a smoke run)")
+    parser.add_argument("-o", "--output", metavar="PREFIX", help="write PREFIX.json and PREFIX.md")
+    parser.add_argument("--model-path", default=None, help="local model directory (default: the package's)")
+    parser.add_argument("--threads", type=int, default=2, help="encoder threads (2)")
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """The whole benchmark for the parsed arguments; raises BenchError."""
+    from loaders.encoder import load_encoder
+    from loaders.pinned_model import EncoderUnavailable
+    from loaders.tokenizer import TokenizerUnavailable, load_model_counter
+
+    try:
+        documents = split_documents(args.split, Path(args.set))
+    except RetrievalSetError as exc:
+        raise BenchError(2, str(exc)) from None
+    if args.document:
+        unknown = sorted(set(args.document) - {d.id for d in documents})
+        if unknown:
+            raise BenchError(2, f"not in the {args.split} split: {unknown}")
+        documents = [d for d in documents if d.id in args.document]
+    anchors = None
+    if args.anchors:
+        try:
+            anchors = json.loads(Path(args.anchors).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise BenchError(2, f"cannot read {args.anchors}: {exc}") from None
+        if anchors.get("split") != args.split:
+            raise BenchError(2, f"{args.anchors} holds the {anchors.get('split')!r} split, "
+                                f"not {args.split!r}")
+    try:
+        counter = load_model_counter()
+        encoder = load_encoder(args.model_path, threads=args.threads, counter=counter)
+    except (EncoderUnavailable, TokenizerUnavailable) as exc:
+        raise BenchError(3, str(exc)) from None
+    tokens = ModelTokens(counter.tokenizer)
+    rows, markdown = build_rows(documents, anchors, args.only_ours, tokens, encoder, counter)
+    texts = [c.embed for r in rows for d in documents for c in r.chunks.get(d.id, [])]
+    vectors = embed_all(encoder, [*texts, *(q.question for d in documents for q in d.questions)])
+    result = report(rows, documents, score_rows(rows, documents, markdown, tokens, vectors), tokens)
+    result.update({"split": args.split, "model": encoder.name, "weights_sha256": encoder.weights_sha256,
+                   "recommended_config": dict(RECOMMENDED_CONFIG),
+                   "anchor_versions": (anchors or {}).get("versions", {})})
+    return result
+
+
+def run_bench_retrieval(args: argparse.Namespace) -> int:
+    try:
+        result = run(args)
+    except BenchError as exc:
+        print(f"longparser bench-retrieval: error: {exc}", file=sys.stderr)
+        return exc.status
+    tables = markdown_tables(result)
+    print(tables)
+    if args.output:
+        prefix = Path(args.output)
+        prefix.parent.mkdir(parents=True, exist_ok=True)
+        prefix.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        prefix.with_suffix(".md").write_text(tables + "\n", encoding="utf-8")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="longparser bench-retrieval", description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    return run_bench_retrieval(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

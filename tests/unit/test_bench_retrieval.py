@@ -1,0 +1,154 @@
+"""The retrieval benchmark's harness (cli.bench_retrieval) and its set (eval/retrieval_v1), no model.
+
+A stub encoder (bag of words, hashed) stands in for the pinned model; tokens are counted by the
+tokenizer file the repository ships. The figures of the real run are in bench/README.md.
+"""
+
+import json
+import re
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cli import bench_retrieval as bench
+from cli.retrieval_set import DEFAULT_SET, RetrievalSetError, read_documents, split_documents
+from loaders.tokenizer import load_model_counter
+from schemas.config import RECOMMENDED_CONFIG, ChunkingConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+SMALL_DEV = "dl-docx-word-sample"
+
+
+class BagOfWords:
+    """Unit vectors of hashed lower-case words: questions sharing words with a chunk rank it high."""
+
+    name = "stub"
+    weights_sha256 = "0" * 64
+
+    def encode(self, texts):
+        rows = np.zeros((len(texts), 512))
+        for i, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                rows[i, hash(word) % 512] += 1.0
+        return rows
+
+
+@pytest.fixture(scope="module")
+def tokens():
+    return bench.ModelTokens(load_model_counter().tokenizer)
+
+
+def test_the_readme_shows_the_recommended_config():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    shown = re.search(r'`(\{"max_tokens": 256.*?\})`', readme, re.S)
+    assert shown is not None
+    assert json.loads(shown.group(1).replace("\n", " ")) == dict(RECOMMENDED_CONFIG)
+    ChunkingConfig(**RECOMMENDED_CONFIG)
+
+
+def test_rows_are_the_recommended_config_plus_their_own_keys():
+    rows = bench.our_configs()
+    assert rows[bench.RECOMMENDED_ROW] == dict(RECOMMENDED_CONFIG)
+    assert rows["ours: default config"] is None
+    for name, keys in {**bench.ABLATIONS, **bench.PENDING_ABLATIONS}.items():
+        assert rows[f"ours: recommended, {name}"] == {**RECOMMENDED_CONFIG, **keys}
+
+
+def test_a_key_the_engine_does_not_know_makes_the_row_not_applicable():
+    config, reason = bench.config_or_reason({**RECOMMENDED_CONFIG, "no_such_setting": True})
+    assert config is None and reason == "n/a: this engine has no no_such_setting"
+    config, reason = bench.config_or_reason(None)
+    assert config == ChunkingConfig() and reason is None
+    with pytest.raises(ValueError):
+        bench.config_or_reason({"max_tokens": 0})  # a known key with a bad value is an error
+
+
+def test_the_markdown_hook_takes_the_first_reader_installed(monkeypatch):
+    monkeypatch.setattr(bench, "MARKDOWN_READERS", ("no_such_module:read",))
+    assert bench.markdown_reader() is None
+    module = types.ModuleType("fake_markdown_reader")
+    module.read = lambda text: [{"block_id": "md-0", "type": "paragraph", "text": text}]
+    monkeypatch.setitem(sys.modules, "fake_markdown_reader", module)
+    monkeypatch.setattr(bench, "MARKDOWN_READERS", ("no_such_module:read", "fake_markdown_reader:read"))
+    assert bench.markdown_reader() is module.read
+
+
+def test_model_tokens_count_and_cut(tokens):
+    text = "Retrieval benchmarks compare chunkers on real documents."
+    n = tokens.count(text)
+    assert n > 5
+    cut = tokens.cut(text, 3)
+    assert text.startswith(cut) and tokens.count(cut) == 3
+    assert tokens.cut(text, n + 10) == text and tokens.cut(text, 0) == ""
+
+
+def test_the_set_loads_and_splits_by_document():
+    documents = read_documents()
+    dev, test = split_documents("dev"), split_documents("test")
+    assert {d.id for d in dev}.isdisjoint({d.id for d in test})
+    assert len(dev) + len(test) == len(documents) >= 10
+    with pytest.raises(RetrievalSetError):
+        split_documents("train")
+
+
+def test_the_frozen_questions_pass_the_validator(capsys, monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("retrieval_v1_validate", DEFAULT_SET / "validate.py")
+    validate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(validate)
+    monkeypatch.setattr(sys, "argv", ["validate.py"])
+    assert validate.main() == 0
+    assert capsys.readouterr().out.rstrip().endswith("OK")
+
+
+def test_one_document_end_to_end_with_a_stub_encoder(tokens):
+    documents = [d for d in split_documents("dev") if d.id == SMALL_DEV]
+    everything = "\n".join(q.answer for q in documents[0].questions)
+    anchors = {"split": "dev", "markdown": {}, "anchors": {
+        "all-in-one": {"description": "one chunk holding every answer",
+                       "documents": {SMALL_DEV: [{"text": "x", "embed": everything}]}},
+        "missing": {"description": "a library that could not run", "unavailable": "n/a: not installed"},
+    }}
+    counter = load_model_counter()
+    rows, markdown = bench.build_rows(documents, anchors, False, tokens, None, counter)
+    names = [r.name for r in rows]
+    assert names[0] == bench.RECOMMENDED_ROW and "anchor: all-in-one" in names
+    assert "anchor: page chunker" in names
+    semantic = next(r for r in rows if "semantic" in r.name)
+    rows.remove(semantic)  # semantic mode needs the real encoder
+    texts = [c.embed for r in rows for c in r.chunks.get(SMALL_DEV, [])]
+    vectors = bench.embed_all(BagOfWords(), [*texts, *(q.question for q in documents[0].questions)])
+    scores = bench.score_rows(rows, documents, markdown, tokens, vectors)
+    result = bench.report(rows, documents, scores, tokens)
+
+    by_name = {r["name"]: r for r in result["rows"]}
+    one = by_name["anchor: all-in-one"]
+    assert one["hit@1"] == one["recall@1024"] == 1.0 and one["chunks"] == 1
+    assert by_name["anchor: missing"]["unavailable"] == "n/a: not installed"
+    ours = by_name[bench.RECOMMENDED_ROW]
+    n = len(documents[0].questions)
+    assert ours["questions"] == n == sum(k["questions"] for k in ours["by_kind"].values())
+    assert 0.0 <= ours["hit@1"] <= ours["hit@5"] <= 1.0
+    assert ours["recall@512"] <= ours["recall@1024"]
+    assert ours["cut_mid_fact"] == 0 and ours["over_window"] == 0  # strict mode at the window
+    assert ours["tokens_embedded"] == sum(tokens.count(c.embed) for c in rows[0].chunks[SMALL_DEV])
+    assert len(ours["per_question"]) == n
+    assert result["best_per_question"]["hit@1"] == 1.0
+    tables = bench.markdown_tables(result)
+    for row in result["rows"]:
+        assert tables.count(f"| {row['name']} |") == (1 if "unavailable" in row else 2)
+    assert "| anchor: missing | n/a: not installed |" in tables
+
+
+def test_the_questions_are_the_frozen_file():
+    """Labels are never edited: a correction is a new file (eval/retrieval_v1/README.md)."""
+    import hashlib
+
+    readme = (DEFAULT_SET / "README.md").read_text(encoding="utf-8")
+    recorded = re.search(r"`questions_v1.json` \| `([0-9a-f]{64})`", readme)
+    assert recorded is not None
+    assert hashlib.sha256((DEFAULT_SET / "questions_v1.json").read_bytes()).hexdigest() == recorded.group(1)
