@@ -1,8 +1,9 @@
 """Heading breadcrumbs for embedding (``heading_context``): a chunk's section titles before its text.
 
 A chunk's ``embed_text`` is its heading breadcrumb - the titles of its section path, outermost
-first, one per line - followed by its text, so that the vector of a chunk deep in a document
-still carries what the chunk is about (docling-core's ``contextualize()`` does the same).
+first, one per line (with ``breadcrumb_titles`` N, only the N innermost) - followed by its
+text, so that the vector of a chunk deep in a document still carries what the chunk is about
+(docling-core's ``contextualize()`` does the same).
 ``text`` stays the chunk's own content.
 
 A title the text already starts with (a heading block at the very start of the chunk) is not
@@ -25,7 +26,7 @@ def breadcrumb(draft: Draft) -> list[str]:
             if piece.rec.kind != "heading" or piece.repeated:
                 break
             leading.add(piece.text.strip())
-    titles = draft.path if draft.breadcrumb is None else draft.breadcrumb
+    titles = draft.section.crumbs if draft.breadcrumb is None else draft.breadcrumb
     return [title for title in titles if title.strip() not in leading]
 
 

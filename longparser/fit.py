@@ -48,13 +48,13 @@ from longparser.errors import RequestRefused
 
 def shorten_breadcrumb(draft: Draft, budget: Budget) -> None:
     """Keep the breadcrumb within the repeat share: drop outer titles, then cut the last one."""
-    titles = list(draft.path)
+    titles = list(draft.section.crumbs)
     while titles and not _within_share(BREADCRUMB_SEPARATOR.join(titles), budget):
         if len(titles) == 1:
             titles = [_shortened(titles[0], budget, keep_end=False)]
             break
         titles = titles[1:]
-    if list(draft.path) != titles:
+    if list(draft.section.crumbs) != titles:
         draft.breadcrumb = titles
 
 
@@ -93,6 +93,12 @@ def _empty_piece(draft: Draft, budget: Budget, *, first: bool) -> Draft:
 def _cut_row(part: Part) -> bool:
     """A piece of a table row cut between its cells (records name their columns)."""
     return part.rows is not None and part.rows.cut
+
+
+def _shortened_repeat(part: Part, budget: Budget) -> Part:
+    """A repeated part (a title, a header line) shortened to the repeat share, keeping its start."""
+    text = _shortened(part.text, budget, keep_end=False)
+    return part if text == part.text else part._replace(text=text, units=budget.measure(text), span=None)
 
 
 def _table_header(draft: Draft, budget: Budget, upcoming: Part | None) -> list[Part]:
@@ -347,12 +353,14 @@ def fit_draft(draft: Draft, budget: Budget) -> list[Draft]:
         return [draft]
     pieces: list[Draft] = []
     current = _empty_piece(draft, budget, first=True)
-    queue = list(draft.parts)
+    queue = [_shortened_repeat(p, budget) if p.repeated else p for p in draft.parts]
     while queue:
         piece = queue.pop(0)
         trial = current.evolve(parts=_appended(current, piece, budget))
         if budget.fits(trial):
             current.parts = trial.parts
+            continue
+        if piece.repeated:  # repeated text is never cut: it gives way
             continue
         if _has_content(current):  # close it; the piece starts the next one
             current = _next_piece(draft, _close(current, pieces), budget, piece)

@@ -42,9 +42,9 @@ from longparser.packing import pack_prose
 from longparser.prepare import prepare
 from longparser.quality import ChunkScorer
 from longparser.resources import NO_RESOURCES, Resources, select_counter
-from longparser.sections import ListSeg, ProseSeg, Section, group_sections
+from longparser.sections import ProseSeg, Section, TableSeg, group_sections
 from longparser.semantic import section_boundaries
-from longparser.table_chunks import table_drafts
+from longparser.table_chunks import pack_tables, table_drafts
 from schemas import Block, Chunk, ChunkingConfig, ChunkRequest, ChunkResult, ChunkStats, SemanticStats
 
 logger = logging.getLogger(__name__)
@@ -91,16 +91,29 @@ def _semantic(
 
 
 def section_drafts(section: Section, starts: set[int], config: ChunkingConfig, budget: Budget) -> list[Draft]:
-    """The drafts of one section's segments, in order."""
+    """The drafts of one section's segments, in order (consecutive tables packed when asked)."""
     drafts: list[Draft] = []
+    tables: list[list[Draft]] = []  # the run of consecutive tables so far
     for seg in section.segments:
+        if isinstance(seg, TableSeg):
+            tables.append(table_drafts(seg, section, config, budget))
+            continue
+        if tables:
+            drafts.extend(_tables(tables, config, budget))
+            tables = []
         if isinstance(seg, ProseSeg):
             drafts.extend(pack_prose(seg.records, starts, section, budget))
-        elif isinstance(seg, ListSeg):
-            drafts.extend(list_drafts(seg, section, budget))
         else:
-            drafts.extend(table_drafts(seg, section, config, budget))
+            drafts.extend(list_drafts(seg, section, budget))
+    if tables:
+        drafts.extend(_tables(tables, config, budget))
     return drafts
+
+
+def _tables(tables: list[list[Draft]], config: ChunkingConfig, budget: Budget) -> list[Draft]:
+    if config.pack_tables and len(tables) > 1:
+        return pack_tables(tables, budget)
+    return [draft for drafts in tables for draft in drafts]
 
 
 def build_drafts(
@@ -172,7 +185,7 @@ def chunk_blocks(
     intake = BlockIntake(blocks)
     records, excluded, retagged = prepare(intake, cfg, counter)
     t2 = time.perf_counter()
-    sections = group_sections(records, cfg.table_titles)
+    sections = group_sections(records, cfg.table_titles, cfg.breadcrumb_titles)
     t3 = time.perf_counter()
     starts, semantic = _semantic(sections, cfg, res)
     t4 = time.perf_counter()

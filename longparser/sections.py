@@ -13,7 +13,9 @@ Within a section, blocks are cut into segments, in reading order:
   "Table S1.": :func:`names_a_table`, re-tagged ``caption``), directly before or after the
   table (adjacent after exclusions, same section, same page). A title directly before a table
   is that table's (tables are titled above them far more often); a table without one then
-  takes the title directly after it, if no other table took it. A caption that names a
+  takes the title directly after it, if no other table took it; with ``table_titles`` a table
+  still without one takes the paragraph directly before it that introduces it (ending with a
+  colon: "Here are the things a duck could eat:"), as a list takes its lead-in. A caption that names a
   figure ("Figure 3: ...", "Fig. 3") is never a table's. A caption not attached to a table is
   ordinary prose.
 * ``ListSeg``: a run of consecutive ``list_item`` blocks plus its lead-in: the ``paragraph``
@@ -67,20 +69,25 @@ class Section:
     path: tuple[str, ...]
     records: list[Rec] = field(default_factory=list)
     segments: list[Segment] = field(default_factory=list)
+    crumbs: tuple[str, ...] = ()  # the titles its chunks' heading breadcrumb shows
+
 
     def packable(self) -> list[Rec]:
         """The records that reach packing, in order (the input of semantic boundaries)."""
         return [rec for seg in self.segments if isinstance(seg, ProseSeg) for rec in seg.records]
 
 
-def group_sections(records: list[Rec], table_titles: bool = False) -> list[Section]:
+def group_sections(records: list[Rec], table_titles: bool = False,
+                   breadcrumb_titles: int | None = None) -> list[Section]:
     """Cut records into sections of consecutive equal paths, each with its segments
-    (``table_titles``: "Table N" paragraphs title their tables too)."""
+    (``table_titles``: "Table N" paragraphs title their tables too; ``breadcrumb_titles``: how
+    many of the innermost titles of its path a chunk's breadcrumb shows, None: all)."""
     sections: list[Section] = []
     current: Section | None = None
     for rec in records:
         if current is None or rec.path != current.path:
-            current = Section(len(sections), rec.path)
+            crumbs = rec.path if breadcrumb_titles is None else rec.path[len(rec.path) - breadcrumb_titles :]
+            current = Section(len(sections), rec.path, crumbs=crumbs)
             sections.append(current)
         current.records.append(rec)
     for section in sections:
@@ -112,6 +119,11 @@ def _is_title_for(rec: Rec, table: Rec, table_titles: bool) -> bool:
     return table_titles and rec.kind == "paragraph" and names_a_table(rec.text)
 
 
+def _introduces_table(rec: Rec, table: Rec) -> bool:
+    """A paragraph on the table's page that ends with a colon: the table's lead-in."""
+    return rec.kind == "paragraph" and rec.page == table.page and rec.text.rstrip().endswith(":")
+
+
 def attach_captions(records: list[Rec], table_titles: bool = False) -> dict[int, Rec]:
     """Map each table's index in ``records`` to its title (see the module doc); a paragraph
     taken as a title is re-tagged ``caption`` (the engine's own record)."""
@@ -128,6 +140,11 @@ def attach_captions(records: list[Rec], table_titles: bool = False) -> dict[int,
                 _is_title_for(records[i + 1], records[i], table_titles):
             attached[i] = records[i + 1]
             claimed.add(i + 1)
+    for i in tables:  # else the paragraph that introduces it ("... a duck could eat:")
+        if table_titles and i not in attached and i > 0 and i - 1 not in claimed and \
+                _introduces_table(records[i - 1], records[i]):
+            attached[i] = records[i - 1]
+            claimed.add(i - 1)
     for title in attached.values():
         title.kind = "caption"
     return attached

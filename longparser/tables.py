@@ -20,7 +20,8 @@ Decisions (docs/chunking.md has the rules):
   is its header rows' distinct non-empty texts joined by `` / `` (``Revenue / 2024``), or
   ``col_<i>`` (its 0-based column index) when empty. Duplicate names are kept as given.
 * A row's label says which row it is: the texts of its row-header cells (``row_header``
-  flags: the columns holding a flagged cell), else its first column's text.
+  flags: the columns holding a flagged cell), else its first column's text (the first column
+  whose texts differ from row to row: a column of one repeated mark labels nothing).
 * Cell text is stripped; in a cell holding a line break, tab or other non-printable
   character, every whitespace run becomes a single space (a cell must not break a row's
   line); other cells keep their inner spacing as given.
@@ -67,11 +68,14 @@ class Grid:
         columns: each column's name.
         rows: the data rows, in order, as cell texts.
         label_columns: the columns whose texts label a row (its row-header cells, else column 0).
+        groups: each column's first header text when its name joins several (a spanning header
+            over sub-headers: ``Count`` of ``Count / Train``), else "" (None: no column has one).
     """
 
     columns: list[str]
     rows: list[list[str]]
     label_columns: list[int]
+    groups: list[str] | None = None  # each column's first header text when it has several, else ""
 
     def label(self, row: list[str]) -> str:
         """The row's label: the distinct texts of its label columns, joined by `` / ``."""
@@ -172,10 +176,25 @@ def _inferred_header_rows(grid: list[list[str]]) -> list[int]:
 
 def _label_columns(cells: Sequence[TableCell], col_ids: Sequence[int], header_rows: set[int],
                    row_ids: Sequence[int]) -> list[int]:
-    """Grid columns holding a ``row_header`` cell outside the header rows; ``[0]`` when none."""
-    found = {bisect_left(col_ids, cell["col_index"]) for cell in filter(_row_header, cells)
-             if bisect_left(row_ids, cell["row_index"]) not in header_rows}
-    return sorted(found) or [0]
+    """Grid columns holding a ``row_header`` cell outside the header rows (empty when none)."""
+    return sorted({bisect_left(col_ids, cell["col_index"]) for cell in filter(_row_header, cells)
+                   if bisect_left(row_ids, cell["row_index"]) not in header_rows})
+
+
+def _first_telling_column(rows: list[list[str]]) -> int:
+    """The first column that does not repeat one text in every row that has one (a column of
+    check marks tells no row from another); 0 when every column does."""
+    for c in range(len(rows[0]) if rows else 0):
+        seen, repeats = "", 0
+        for row in rows:  # usually decided by the second row
+            text = row[c]
+            if text and seen and text != seen:
+                return c
+            if text:
+                seen, repeats = text, repeats + 1
+        if repeats < 2:
+            return c
+    return 0
 
 
 def build_grid(cells: Sequence[TableCell], infer_header: bool = True) -> Grid:
@@ -205,7 +224,7 @@ def build_grid(cells: Sequence[TableCell], infer_header: bool = True) -> Grid:
     width = len(col_ids)
     grid = [flat[k : k + width] for k in range(0, len(flat), width)]
     header_rows = _flagged_rows(cells, row_ids) or (_inferred_header_rows(grid) if infer_header else [])
-    columns = []
+    columns, groups = [], []
     for c, index in enumerate(col_ids):
         parts: list[str] = []
         for r in header_rows:
@@ -213,9 +232,11 @@ def build_grid(cells: Sequence[TableCell], infer_header: bool = True) -> Grid:
             if text and text not in parts:
                 parts.append(text)
         columns.append(" / ".join(parts) or f"col_{index}")
+        groups.append(parts[0] if len(parts) > 1 else "")
     skip = set(header_rows)
-    label_columns = _label_columns(cells, col_ids, skip, row_ids) if any(map(_row_header, cells)) else [0]
-    return Grid(columns, [row for r, row in enumerate(grid) if r not in skip and any(row)], label_columns)
+    data = [row for r, row in enumerate(grid) if r not in skip and any(row)]
+    label_columns = _label_columns(cells, col_ids, skip, row_ids) if any(map(_row_header, cells)) else []
+    return Grid(columns, data, label_columns or [_first_telling_column(data)], groups)
 
 
 def _all_match(pattern: re.Pattern[str], values: str) -> bool:

@@ -55,6 +55,8 @@ class ChunkingConfig(BaseModel):
     table_titles: bool = False
     # Without header flags, infer the header rows (off: only flagged rows are header rows).
     table_header_inference: bool = True
+    # Consecutive tables that each make one chunk are packed together while they fit.
+    pack_tables: bool = False
     detect_equations: bool = True
     exclude_headers_footers: bool = True
     # --- budget (docs/strict.md) ------------------------------------------------------------
@@ -65,6 +67,8 @@ class ChunkingConfig(BaseModel):
     # --- context ------------------------------------------------------------------------------
     # Each chunk also gets embed_text: its heading breadcrumb, then its text.
     heading_context: bool = False
+    # The breadcrumb shows at most this many innermost titles of the section path (None: all).
+    breadcrumb_titles: int | None = Field(default=None, ge=1, le=32)
     # Overlap may take at most this share of max_tokens, and never a quarter of its chunk or more
     # (None: whole paragraphs, as before).
     overlap_max_share: float | None = Field(default=None, gt=0.0, le=1.0)

@@ -33,6 +33,7 @@ import copy
 import hashlib
 import json
 import os
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -98,7 +99,7 @@ def expected_exclusion(block: dict[str, Any], exclude_headers_footers: bool) -> 
     if block["type"] == "table" and table and table["cells"]:
         return None
     text = block["text"]
-    if not text.strip():
+    if all(c.isspace() or unicodedata.category(c) in ("Cc", "Cf") for c in text):  # nothing visible
         return "blank"
     if all(c in SEPARATOR_CHARS or c.isspace() for c in text):
         return "separator"

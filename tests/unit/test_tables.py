@@ -497,3 +497,60 @@ def test_strict_schema_chunk_drops_sample_rows_instead_of_being_cut(make_block):
     assert 0 < shown < 5 and schemas[0].text.count("\nM") == shown + 1  # the header line "Month | ..." too
     assert "Month | Output | Notes\nM0 | 1000" in schemas[0].text
     assert all(c.token_count <= 80 for c in result.chunks)
+
+
+def test_later_chunks_repeat_the_titles_first_sentence_only(make_block):
+    title = "Table 1: Crop yields. Yields are means of three plots, measured after harvest in 2023."
+    rows = [["Crop", "Yield"], ["Wheat", "7.1"], ["Barley", "6.2"]]
+    blocks = [make_block(title, "caption"), make_block("", "table", table=table_dict(rows, flag_header=True))]
+    result = run_engine(blocks, table_titles=True, table_rows_per_chunk=1, generate_schema_chunks=False,
+                        table_chunk_format="labelled")
+    assert [c.text for c in result.chunks] == [
+        f"{title}\nWheat: Yield=7.1", "Table 1: Crop yields.\nBarley: Yield=6.2"]
+
+
+def test_a_paragraph_introducing_a_table_is_its_title(make_block):
+    rows = [["Food", "Calories"], ["Leaves", "50"], ["Berries", "150"]]
+    blocks = [make_block("Here are things a duck could eat:"),
+              make_block("", "table", table=table_dict(rows, flag_header=True))]
+    result = run_engine(blocks, table_titles=True, generate_schema_chunks=False,
+                        table_chunk_format="labelled")
+    text = "Here are things a duck could eat:\nLeaves: Calories=50\nBerries: Calories=150"
+    assert view(result) == [("table", text, ["b1", "b2"], [1])]
+
+
+def test_labelled_rows_write_a_spanning_header_once(make_block):
+    cells = [
+        {"row_index": 0, "col_index": 0, "text": "Class", "column_header": True},
+        {"row_index": 0, "col_index": 1, "text": "Share", "col_span": 2, "column_header": True},
+        {"row_index": 1, "col_index": 1, "text": "Train", "column_header": True},
+        {"row_index": 1, "col_index": 2, "text": "Test", "column_header": True},
+        {"row_index": 2, "col_index": 0, "text": "Text"}, {"row_index": 2, "col_index": 1, "text": "45.8"},
+        {"row_index": 2, "col_index": 2, "text": "49.3"},
+    ]
+    blocks = [make_block("", "table", table={"n_rows": 3, "n_cols": 3, "cells": cells})]
+    result = run_engine(blocks, generate_schema_chunks=False, table_chunk_format="labelled")
+    assert result.chunks[0].text == "Text: Share: Train=45.8, Test=49.3"
+
+
+def test_a_column_repeating_one_mark_does_not_label_the_rows() -> None:
+    grid = _grid_of([["", "Group", "Funded"], ["x", "Children", "yes"], ["x", "Women", "no"]])
+    assert grid.label_columns == [1] and grid.label(grid.rows[0]) == "Children"
+
+
+def test_consecutive_small_tables_are_packed_when_asked(make_block):
+    labels = table_dict([["Item"], ["Rated voltage"], ["Frequency"]], flag_header=True)
+    values = table_dict([["Value"], ["130 kV"], ["50 Hz"]], flag_header=True)
+    big = table_dict([["K", "V"], *[[f"k{i}", str(i)] for i in range(40)]], flag_header=True)
+    blocks = [make_block("", "table", table=labels), make_block("", "table", table=values),
+              make_block("A paragraph between."), make_block("", "table", table=big),
+              make_block("", "table", table=labels)]
+    packed = run_engine(blocks, pack_tables=True, generate_schema_chunks=False, max_tokens=60,
+                        table_chunk_format="pipe")
+    first = packed.chunks[0]
+    assert (first.block_ids, first.metadata["table_block_ids"]) == (["b1", "b2"], ["b1", "b2"])
+    assert first.text == "Item\nRated voltage\nFrequency\n\nValue\n130 kV\n50 Hz"
+    assert [c.block_ids for c in packed.chunks[1:2]] == [["b3"]]
+    assert all(c.block_ids == ["b4"] for c in packed.chunks[2:-1]) and packed.chunks[-1].block_ids == ["b5"]
+    unpacked = run_engine(blocks, generate_schema_chunks=False, max_tokens=60, table_chunk_format="pipe")
+    assert [c.block_ids for c in unpacked.chunks[:2]] == [["b1"], ["b2"]]
