@@ -146,36 +146,40 @@ def _meta(
 class _Batcher:
     """Row batches of one column band (see the module doc)."""
 
-    def __init__(self, rec: Rec, grid: Grid, cols: list[int], band: list[int] | None, opening: list[Part],
-                 section: Section, config: ChunkingConfig, budget: Budget) -> None:
+    def __init__(self, rec: Rec, grid: Grid, cols: list[int], band: list[int] | None,
+                 openings: tuple[list[Part], list[Part]], section: Section, config: ChunkingConfig,
+                 budget: Budget) -> None:
         fmt = config.table_chunk_format
         self.rec, self.grid, self.cols, self.band, self.fmt = rec, grid, cols, band, fmt
-        self.opening, self.section = opening, section
+        self.first_opening, self.opening = openings
+        self.section = section
         self.lines = render_rows(grid, cols, fmt, grid.rows)
         counter = budget.counter
         self.units = counter.measure(self.lines)
         self.sums = [0, *accumulate(self.units)]
-        self.opening_tokens = sum(counter.count_joined(p.text, (p.units,)) for p in opening)
+        self.opening_tokens = sum(counter.count_joined(p.text, (p.units,)) for p in self.opening)
+        self.first_tokens = sum(counter.count_joined(p.text, (p.units,)) for p in self.first_opening)
         self.tokens = [counter.count_joined(line, (n,))
                        for line, n in zip(self.lines, self.units, strict=True)]
         self.rows_per_chunk = config.table_rows_per_chunk
         self.fits = budget.packer(lambda rows: self.draft(rows[0], rows[-1] + 1))
 
     def draft(self, i: int, j: int) -> Draft:
-        """The draft of rows ``i..j-1``: the opening parts, then one part holding the rows."""
+        """The draft of rows ``i..j-1``: its opening parts (the first batch's own, the others'
+        repeated), then one part holding the rows."""
         lines = self.lines[i:j]
+        opening = self.first_opening if i == 0 else self.opening
         body = Part(self.rec, LINE_SEPARATOR.join(lines), self.sums[j] - self.sums[i],
-                    LINE_SEPARATOR if self.opening else "", rows=TableRows(self.grid, self.cols, i, lines))
+                    LINE_SEPARATOR if opening else "", rows=TableRows(self.grid, self.cols, i, lines))
         meta = _meta(self.rec, self.fmt, (i + 1, j), self.band)
-        draft = Draft([*self.opening, body], "table", self.section, meta)
+        draft = Draft([*opening, body], "table", self.section, meta)
         draft.table_header = tuple(self.opening)
         return draft
 
     def batches(self) -> list[Draft]:
-        """The batches; the first holds the header line as its own content (the column names),
-        the later ones repeat it."""
+        """The batches, each sized with the opening it has."""
         drafts: list[Draft] = []
-        start, running = 0, self.opening_tokens
+        start, running = 0, self.first_tokens
         for i in range(len(self.lines)):
             held = i - start
             if held and (held >= self.rows_per_chunk
@@ -185,23 +189,26 @@ class _Batcher:
             running += self.tokens[i]
         if start < len(self.lines):
             drafts.append(self.draft(start, len(self.lines)))
-        first = drafts[0]
-        first.parts = [p._replace(repeated=False) if p.rec is self.rec and p.rows is None else p
-                       for p in first.parts]
         return drafts
 
 
-def _row_drafts(rec: Rec, grid: Grid, title: Part | None, section: Section, config: ChunkingConfig,
-                budget: Budget) -> list[Draft]:
-    """Row batches per column band, each opening with the (repeated) title and header line."""
+def _row_drafts(rec: Rec, grid: Grid, titles: tuple[Part, Part] | None, section: Section,
+                config: ChunkingConfig, budget: Budget) -> list[Draft]:
+    """Row batches per column band, each opening with the table's title and header line: the
+    first batch of the table with the title as its own content (``titles[0]``) and of each band
+    with its header line as its own content (the column names), the others repeating them
+    (``titles[1]``, the title's first sentence)."""
     fmt = config.table_chunk_format
     drafts: list[Draft] = []
     for cols, band in column_bands(len(grid.columns), config.wide_table_col_threshold):
-        opening = [title] if title is not None else []
+        repeated = [titles[1]] if titles is not None else []
+        own = [titles[0] if not drafts else titles[1]] if titles is not None else []
         if fmt in _HEADED_FORMATS:
             head = header_line(grid, cols, fmt)
-            opening.append(Part(rec, head, budget.measure(head), LINE_SEPARATOR if opening else "", True))
-        drafts.extend(_Batcher(rec, grid, cols, band, opening, section, config, budget).batches())
+            line = Part(rec, head, budget.measure(head), LINE_SEPARATOR if repeated else "", True)
+            repeated.append(line)
+            own.append(line._replace(repeated=False))
+        drafts.extend(_Batcher(rec, grid, cols, band, (own, repeated), section, config, budget).batches())
     return drafts
 
 
@@ -274,10 +281,7 @@ def table_drafts(seg: TableSeg, section: Section, config: ChunkingConfig, budget
     if title is not None:
         label = title_label(title.text)
         repeated = title._replace(text=label, units=budget.measure(label), repeated=True)
-    drafts = _row_drafts(rec, grid, repeated, section, config, budget)
-    if title is not None:  # the first row chunk holds the title as its own content
-        first = drafts[0]
-        first.parts = [title, *first.parts[1:]]
+    drafts = _row_drafts(rec, grid, None if title is None else (title, repeated), section, config, budget)
     if config.generate_schema_chunks:
         drafts.append(_schema_draft(rec, grid, repeated, section, fmt, budget))
     return drafts
