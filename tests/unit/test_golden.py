@@ -31,6 +31,7 @@ from longparser import chunk_blocks
 from longparser.resources import Resources
 from longparser.tokens import count
 from schemas import parse_input
+from schemas.config import RECOMMENDED_CONFIG
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "examples" / "sample_document.json"
@@ -38,9 +39,8 @@ GOLDEN_DIR = ROOT / "tests" / "fixtures" / "golden"
 GOLDEN = GOLDEN_DIR / "sample_document.result.json"
 DOCLING_FIXTURES = ROOT / "tests" / "fixtures" / "docling"
 DOCLING_NAMES = sorted(path.name for path in DOCLING_FIXTURES.glob("*.docling.json"))
-# The settings docs/config.md recommends for a 256-token embedding model.
-RECOMMENDED_256 = {"max_tokens": 256, "min_tokens": 50, "strict_max_tokens": True, "token_counter": "model",
-                   "overlap_max_share": 0.05, "table_chunk_format": "pipe", "heading_context": True}
+# The settings recommended for a 256-token embedding model (the one constant the docs show).
+RECOMMENDED_256 = dict(RECOMMENDED_CONFIG)
 REGENERATE_FLAG = "LONGPARSER_REGENERATE_GOLDEN"
 MAX_DIFF_LINES = 200
 
