@@ -12,7 +12,9 @@ Decisions (docs/chunking.md has the rules):
   header names every column under it). Where cells overlap, the first cell wins.
 * Header rows are the rows covered by any ``column_header`` cell (docling's flags). Without
   flags (and unless inference is off): the first row, and every row after it up to the first
-  row that is at least half numeric (half of its non-empty cells are numbers), when that row
+  row that is at least half numeric (half of its cells that hold something are figures: a
+  digit and no letter, so ``7,015``, ``84-89`` and ``4.68 (2.22–9.87)``; placeholders such as
+  ``n/a`` and ``-`` hold nothing), when that row
   comes within the first :data:`MAX_HEADER_ROWS` + 1 rows; a table with no such row (all
   text), or with one further down, has the first row alone as its header. So a deep header
   (a title row, a group row, a unit row) names every column, and a row of figures (years
@@ -55,6 +57,9 @@ _NUMBER = r"(?:[-+−]?[ ]*[$€£]?[ ]*[-+−]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)[ ]*
 _DATE_COLUMN_RE = re.compile(f"{_DATE}(?:\n{_DATE})*")
 _NUMBER_COLUMN_RE = re.compile(f"{_NUMBER}(?:\n{_NUMBER})*")
 _DIGITS_TO_ZERO = str.maketrans("123456789", "000000000")
+_DIGIT = re.compile(r"\d")
+_LETTER = re.compile(r"[^\W\d_]")  # any script's letters
+_PLACEHOLDERS = frozenset({"-", "–", "—", "n/a", "na", "n.a.", "…", "...", "*", "x", "?"})
 
 
 MAX_HEADER_ROWS = 6
@@ -156,14 +161,16 @@ def _flagged_rows(cells: Sequence[TableCell], row_ids: Sequence[int]) -> list[in
     return sorted(flagged)
 
 
-def _is_number(value: str) -> bool:
-    return _all_match(_NUMBER_COLUMN_RE, value)
+def _is_figure(value: str) -> bool:
+    """A figure: a digit and no letter (``7,015``, ``84-89``, ``4.68 (2.22–9.87)``, ``±0.3``)."""
+    return _DIGIT.search(value) is not None and _LETTER.search(value) is None
 
 
 def _half_numeric(row: list[str]) -> bool:
-    """At least half of the row's non-empty cells are numbers."""
-    values = [value for value in row if value]
-    return bool(values) and 2 * sum(map(_is_number, values)) >= len(values)
+    """At least half of the row's cells that hold something are figures (placeholders such as
+    ``n/a`` or ``-`` hold nothing)."""
+    values = [value for value in row if value and value.lower() not in _PLACEHOLDERS]
+    return bool(values) and 2 * sum(map(_is_figure, values)) >= len(values)
 
 
 def _inferred_header_rows(grid: list[list[str]]) -> list[int]:
