@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from longparser.prepare import Rec
 
@@ -101,6 +102,7 @@ _TABLE_NAME = re.compile(
     r"\s*(?:Table|TABLE|Tab\.)\s*(?:(?:[A-Z]\.?)?\d+(?:[.\-]\d+)*[a-z]?|[IVXLC]+)"
     r"(?:\s*[:.|\-\u2013\u2014]|\s+[A-Z(\[\"\u201c]|\s*$)"
 )
+_KIND = attrgetter("kind")
 _FIGURE_NAME = re.compile(r"\s*(?:Figure|FIGURE|Fig\.|FIG\.)\s*[A-Z]?\d")
 
 
@@ -127,9 +129,12 @@ def _introduces_table(rec: Rec, table: Rec) -> bool:
 def attach_captions(records: list[Rec], table_titles: bool = False) -> dict[int, Rec]:
     """Map each table's index in ``records`` to its title (see the module doc); a paragraph
     taken as a title is re-tagged ``caption`` (the engine's own record)."""
+    kinds = list(map(_KIND, records))
+    if "table" not in kinds:  # most sections: two C-level passes
+        return {}
     attached: dict[int, Rec] = {}
     claimed: set[int] = set()
-    tables = [i for i, rec in enumerate(records) if rec.kind == "table"]
+    tables = [i for i, kind in enumerate(kinds) if kind == "table"]
     for i in tables:  # a title directly before a table is that table's
         if i > 0 and _is_title_for(records[i - 1], records[i], table_titles):
             attached[i] = records[i - 1]

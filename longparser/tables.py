@@ -95,8 +95,7 @@ _ROW, _COL, _TEXT = itemgetter("row_index"), itemgetter("col_index"), itemgetter
 _ROW_SPAN, _COL_SPAN, _HEADER = itemgetter("row_span"), itemgetter("col_span"), itemgetter("column_header")
 
 
-def _row_header(cell: TableCell) -> bool:
-    return cell.get("row_header", False)
+_ROW_HEADER = itemgetter("row_header")  # validated cells always have it (default False)
 
 
 def clean_texts(texts: list[str | None]) -> list[str]:
@@ -184,7 +183,7 @@ def _inferred_header_rows(grid: list[list[str]]) -> list[int]:
 def _label_columns(cells: Sequence[TableCell], col_ids: Sequence[int], header_rows: set[int],
                    row_ids: Sequence[int]) -> list[int]:
     """Grid columns holding a ``row_header`` cell outside the header rows (empty when none)."""
-    return sorted({bisect_left(col_ids, cell["col_index"]) for cell in filter(_row_header, cells)
+    return sorted({bisect_left(col_ids, cell["col_index"]) for cell in filter(_ROW_HEADER, cells)
                    if bisect_left(row_ids, cell["row_index"]) not in header_rows})
 
 
@@ -242,7 +241,7 @@ def build_grid(cells: Sequence[TableCell], infer_header: bool = True) -> Grid:
         groups.append(parts[0] if len(parts) > 1 else "")
     skip = set(header_rows)
     data = [row for r, row in enumerate(grid) if r not in skip and any(row)]
-    label_columns = _label_columns(cells, col_ids, skip, row_ids) if any(map(_row_header, cells)) else []
+    label_columns = _label_columns(cells, col_ids, skip, row_ids) if any(map(_ROW_HEADER, cells)) else []
     return Grid(columns, data, label_columns or [_first_telling_column(data)], groups)
 
 

@@ -25,7 +25,7 @@ from tests.unit.engine_helpers import PEOPLE, PEOPLE_RECORDS, run_engine, table_
 
 def _cell(row: int, col: int, text: str, **extra: object) -> TableCell:
     return {"row_index": row, "col_index": col, "row_span": 1, "col_span": 1, "text": text,  # type: ignore[return-value]
-            "column_header": False, **extra}
+            "column_header": False, "row_header": False, **extra}
 
 
 def test_far_away_indices_add_one_row_and_one_column_each() -> None:
