@@ -412,7 +412,7 @@ def test_recommended_chunks_of_a_long_multi_topic_document(real_model: RealModel
     assert result.stats.semantic.boundaries >= len(group) - 1
 
 
-def test_retrieval_recommended_beats_structural_context_precision_on_dev(
+def test_retrieval_recommended_beats_structural_on_dev(
     reference: RealModel, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     reports = {}
@@ -425,8 +425,12 @@ def test_retrieval_recommended_beats_structural_context_precision_on_dev(
                        "--budget", "512", "--json"])  # fmt: skip
         assert status == 0
         reports[name] = json.loads(capsys.readouterr().out)
-    assert reports["recommended"]["context_precision"] > reports["structural"]["context_precision"]
+    # Since small chunks no longer merge across a semantic boundary (rule 7), semantic chunks are
+    # smaller and purer: hit rate .99 and MRR .97 against .76 and .87 structurally; the share of
+    # the 512-token context that is the answer's block (context precision, .37 against .37) is
+    # no longer higher, as more, smaller chunks fill the same budget.
     assert reports["recommended"]["hit_rate"] > reports["structural"]["hit_rate"]
+    assert reports["recommended"]["mrr"] > reports["structural"]["mrr"]
     assert [r["mean_context_tokens"] for r in reports.values()] == [512, 512]  # equal budgets
 
 
