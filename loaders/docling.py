@@ -446,22 +446,31 @@ class _Converter:
                 parent = parent_ref.resolve(self.doc)
             except Exception:  # a dangling parent: no group
                 return found
-            if not (isinstance(parent, self.types.GroupItem) and _label(parent) == _INLINE_LABEL):
+            if not self._is_inline(parent):
                 break
             found = parent
             parent_ref = getattr(parent, "parent", None)
         return found
 
+    def _children(self, item: Any) -> list[Any]:
+        """``item``'s children, resolved (a dangling reference left out)."""
+        children = []
+        for ref in item.children:
+            try:
+                children.append(ref.resolve(self.doc))
+            except Exception:
+                continue
+        return children
+
+    def _is_inline(self, item: Any) -> bool:
+        return isinstance(item, self.types.GroupItem) and _label(item) == _INLINE_LABEL
+
     def _runs(self, group: Any) -> list[Any]:
         """The items of an inline group that carry text, in order (nested inline groups flattened);
         marks them done. Other children (a picture) are left to the main loop."""
         runs = []
-        for ref in group.children:
-            try:
-                child = ref.resolve(self.doc)
-            except Exception:
-                continue
-            if isinstance(child, self.types.GroupItem) and _label(child) == _INLINE_LABEL:
+        for child in self._children(group):
+            if self._is_inline(child):
                 self.done.add(child.self_ref)
                 runs.extend(self._runs(child))
             elif isinstance(getattr(child, "text", None), str):
@@ -474,16 +483,11 @@ class _Converter:
         """The text of the inline groups among ``item``'s children (a list item docling keeps
         as a group of runs), joined; the runs are marked done."""
         texts = []
-        for ref in item.children:
-            try:
-                child = ref.resolve(self.doc)
-            except Exception:
-                continue
-            if isinstance(child, self.types.GroupItem) and _label(child) == _INLINE_LABEL:
-                self.done.add(child.self_ref)
-                runs = self._runs(child)
-                self.report.inline_runs_joined += len(runs)
-                texts.append(join_runs([(run.text, _script(run)) for run in runs]))
+        for child in filter(self._is_inline, self._children(item)):
+            self.done.add(child.self_ref)
+            runs = self._runs(child)
+            self.report.inline_runs_joined += len(runs)
+            texts.append(join_runs([(run.text, _script(run)) for run in runs]))
         return " ".join(text for text in texts if text)
 
     def _inline(self, group: Any) -> None:
