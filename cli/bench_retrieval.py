@@ -63,17 +63,22 @@ RECOMMENDED_ROW = "ours: recommended"
 # Ablations: each a few keys over RECOMMENDED_CONFIG, so each choice is measured alone.
 ABLATIONS: dict[str, dict[str, Any]] = {
     "breadcrumbs off": {"heading_context": False},
-    "overlap none": {"overlap_blocks": 0},
-    "overlap uncapped": {"overlap_max_share": None},
+    "breadcrumbs: the whole path": {"breadcrumb_titles": None},
+    "overlap capped (1 paragraph, 5% of max_tokens)": {"overlap_blocks": 1, "overlap_max_share": 0.05},
+    "overlap uncapped (1 paragraph)": {"overlap_blocks": 1, "overlap_max_share": None},
+    "sentence-level overlap (2 sentences, capped at 20%)": {
+        "overlap_blocks": 2, "overlap_unit": "sentence", "overlap_max_share": 0.2},
     "rows as row_record (key=value)": {"table_chunk_format": "row_record"},
-}
-# Settings the engine is gaining (issue "Chunks that win retrieval"); a row stays "n/a" until
-# the installed ChunkingConfig knows its key. Rename a key here when the engine names it.
-PENDING_ABLATIONS: dict[str, dict[str, Any]] = {
+    "rows as pipe": {"table_chunk_format": "pipe"},
+    "rows as markdown": {"table_chunk_format": "markdown"},
     "table titles on rows off": {"table_titles": False},
     "header rows: flags only (no inference)": {"table_header_inference": False},
-    "sentence-level overlap": {"overlap_unit": "sentence"},
+    "schema chunks on": {"generate_schema_chunks": True},
+    "tables not packed": {"pack_tables": False},
+    "min_tokens 50": {"min_tokens": 50},
 }
+# Settings the engine may gain; a row stays "n/a" until the installed ChunkingConfig knows its key.
+PENDING_ABLATIONS: dict[str, dict[str, Any]] = {}
 # "module:function" names of a Markdown reader (markdown text -> block dicts), tried in order.
 MARKDOWN_READERS = ("loaders.markdown:blocks_from_markdown",)
 

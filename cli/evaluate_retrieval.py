@@ -55,7 +55,7 @@ from longparser.semantic import unit_rows
 from longparser.tokens import ESTIMATE_NAME, TokenCounter, count
 from schemas import Chunk, ChunkingConfig, ChunkResult
 
-COUNTER_NAMES = {ESTIMATE_NAME: "DEC-04 estimate (whitespace words x 1.33)"}
+COUNTER_NAMES = {ESTIMATE_NAME: "word estimate (whitespace words x 1.33)"}
 
 
 def block_id(document: LabelledDocument, index: int) -> str:

@@ -84,6 +84,17 @@ Decisions (and why):
   have, gets a ``-2``, ``-3`` ... suffix).
 * Items inside a table (the content of rich table cells) are not blocks (the cells hold
   their text; counted ``inside_table``).
+* **A paragraph stays one block.** docling keeps the runs of a paragraph with mixed formatting,
+  links, inline code or inline formulas as the children of an ``inline`` group (HTML, DOCX,
+  ODT, JATS, EPUB input). The group becomes ONE block of its runs' texts, in order (its id is
+  the group's, its page and bbox its first run's; ``flags["inline_runs"]`` counts the runs), so
+  a sentence is never cut into blocks at a bold word or a link; a list item whose text docling
+  keeps in such a group gets the group's text. Runs are joined as written: where docling kept
+  the whitespace between them it is used as is; otherwise with one space, except before closing
+  punctuation (``. , ; : ! ? ) ] }`` ...), after an opening bracket or quote, before a sub- or
+  superscript run that follows a letter or digit, and after one when a digit or a capital
+  letter continues the formula (``H`` ``2`` ``O`` -> ``H2O``; ``x`` ``2`` ``+ y`` -> ``x2 + y``;
+  ``m`` ``2`` ``per day`` -> ``m2 per day``).
 """
 
 from __future__ import annotations
@@ -104,6 +115,7 @@ __all__ = [
     "blocks_from_docling",
     "convert_docling",
     "is_docling_document",
+    "join_runs",
 ]
 
 EXTRACTOR = "docling"
@@ -124,6 +136,12 @@ _TEXT_TYPES = {
 }
 _CHECKBOX_PREFIX = {"checkbox_selected": "[x] ", "checkbox_unselected": "[ ] "}
 _LIST_GROUP_LABELS = frozenset({"list", "ordered_list"})
+_INLINE_LABEL = "inline"
+# No space is written before a run that starts with one of these, nor after one that ends with
+# one of the openers (docling strips the whitespace around HTML runs).
+_CLOSERS = frozenset(".,;:!?)]}%…’”/")
+_OPENERS = frozenset("([{“‘/$")
+_SCRIPTS = frozenset({"sub", "super"})
 _GRAPH_LABELS = frozenset({"key_value_region", "form"})
 
 
@@ -149,6 +167,7 @@ class DoclingReport:
         pages: pages the document declares.
         missing_prov: blocks whose item had no provenance (page borrowed, no bbox).
         captions_moved: captions and footnotes emitted next to their table or picture.
+        inline_runs_joined: runs of ``inline`` groups joined into their paragraph's block.
     """
 
     labels: dict[str, int] = field(default_factory=dict)
@@ -158,6 +177,7 @@ class DoclingReport:
     pages: int = 0
     missing_prov: int = 0
     captions_moved: int = 0
+    inline_runs_joined: int = 0
 
 
 @dataclass(slots=True)
@@ -344,6 +364,11 @@ class _Converter:
                 continue
             if ref in owned and owned[ref] in present and owned[ref] != ref:
                 continue  # emitted with its owner (before or after this point)
+            group = self._inline_group(item)
+            if group is not None and group.self_ref not in self.done:
+                self._inline(group)
+                if ref in self.done:
+                    continue
             self._item(item, layers)
         self.report.labels = dict(self.labels)
         self.report.skipped = dict(self.skipped)
@@ -382,6 +407,8 @@ class _Converter:
         if text is None:
             self.skipped["no_text"] += 1
             return
+        if not text and isinstance(item, types.ListItem):
+            text = self._inline_children_text(item)
         if not text:
             self.skipped["empty_text"] += 1
             return
@@ -407,6 +434,83 @@ class _Converter:
         inside = sum(1 for ref in picture.children if ref.cref not in attached)
         if inside:
             self.skipped["inside_picture"] += inside
+
+    # inline groups ----------------------------------------------------------------------------
+
+    def _inline_group(self, item: Any) -> Any:
+        """The outermost ``inline`` group ``item`` is a run of, or None."""
+        found = None
+        parent_ref = getattr(item, "parent", None)
+        while parent_ref is not None and parent_ref.cref not in ("#/body", "#/furniture"):
+            try:
+                parent = parent_ref.resolve(self.doc)
+            except Exception:  # a dangling parent: no group
+                return found
+            if not self._is_inline(parent):
+                break
+            found = parent
+            parent_ref = getattr(parent, "parent", None)
+        return found
+
+    def _children(self, item: Any) -> list[Any]:
+        """``item``'s children, resolved (a dangling reference left out)."""
+        children = []
+        for ref in item.children:
+            try:
+                children.append(ref.resolve(self.doc))
+            except Exception:
+                continue
+        return children
+
+    def _is_inline(self, item: Any) -> bool:
+        return isinstance(item, self.types.GroupItem) and _label(item) == _INLINE_LABEL
+
+    def _runs(self, group: Any) -> list[Any]:
+        """The items of an inline group that carry text, in order (nested inline groups flattened);
+        marks them done. Other children (a picture) are left to the main loop."""
+        runs = []
+        for child in self._children(group):
+            if self._is_inline(child):
+                self.done.add(child.self_ref)
+                runs.extend(self._runs(child))
+            elif isinstance(getattr(child, "text", None), str):
+                self.done.add(child.self_ref)
+                self.labels[_label(child)] += 1
+                runs.append(child)
+        return runs
+
+    def _inline_children_text(self, item: Any) -> str:
+        """The text of the inline groups among ``item``'s children (a list item docling keeps
+        as a group of runs), joined; the runs are marked done."""
+        texts = []
+        for child in filter(self._is_inline, self._children(item)):
+            self.done.add(child.self_ref)
+            runs = self._runs(child)
+            self.report.inline_runs_joined += len(runs)
+            texts.append(join_runs([(run.text, _script(run)) for run in runs]))
+        return " ".join(text for text in texts if text)
+
+    def _inline(self, group: Any) -> None:
+        """One paragraph block for an inline group (see the module docstring)."""
+        self.done.add(group.self_ref)
+        self.labels[_INLINE_LABEL] += 1
+        runs = self._runs(group)
+        _, in_table, in_picture = self._ancestry(group)
+        if in_table or in_picture:  # a rich table cell's text (the cell holds it), or a figure's
+            self.skipped["inside_table" if in_table else "inside_picture"] += len(runs)
+            return
+        text = join_runs([(run.text, _script(run)) for run in runs])
+        if not text.strip():
+            self.skipped["empty_text"] += 1
+            return
+        self.report.inline_runs_joined += len(runs)
+        located = next((run for run in runs if getattr(run, "prov", None)), None)
+        furniture = self._furniture(group)
+        kind = self._furniture_kind(located) if furniture and located is not None else (
+            "footer" if furniture else "paragraph")
+        flags: dict[str, Any] = {"docling_label": _INLINE_LABEL, "inline_runs": len(runs)}
+        path = [] if kind in ("header", "footer") else [title for _, title in self.stack]
+        self._emit(group, kind, text, path, flags, located=located)
 
     # blocks ---------------------------------------------------------------------------------
 
@@ -479,6 +583,7 @@ class _Converter:
                 "col_span": max(1, cell.end_col_offset_idx - c0),
                 "text": cell.text or "",
                 "column_header": bool(cell.column_header),
+                "row_header": bool(cell.row_header),
             })
         table = {"n_rows": data.num_rows, "n_cols": data.num_cols, "cells": cells}
         flags: dict[str, Any] = {"docling_label": label}
@@ -494,9 +599,11 @@ class _Converter:
     def _emit(
         self, item: Any, kind: str, text: str, path: list[str], flags: dict[str, Any], *,
         heading_level: int | None = None, indent: int = 0, table: dict[str, Any] | None = None,
-        owner_page: int | None = None,
+        owner_page: int | None = None, located: Any = None,
     ) -> None:
-        prov = getattr(item, "prov", None)
+        """Append the block of ``item`` (its provenance from ``located`` when given: an inline
+        group has none of its own)."""
+        prov = getattr(located if located is not None else item, "prov", None)
         bbox = None
         if prov:
             first = prov[0]
@@ -549,3 +656,36 @@ class _Converter:
 def _label(item: Any) -> str:
     label = getattr(item, "label", None)
     return str(getattr(label, "value", label)) if label is not None else type(item).__name__
+
+
+def _script(run: Any) -> str:
+    """``sub``, ``super`` or ``baseline``: where a run sits (docling's ``formatting.script``)."""
+    script = getattr(getattr(run, "formatting", None), "script", None)
+    return str(getattr(script, "value", script) or "baseline")
+
+
+def _continues(text: str) -> bool:
+    """Whether a run after a sub- or superscript continues the same formula (``O`` of ``H2O``, a
+    digit) rather than starting the next word (``uses``)."""
+    return text[0].isdigit() or (text[0].isupper() and (len(text) == 1 or not text[1].islower()))
+
+
+def join_runs(runs: list[tuple[str, str]]) -> str:
+    """The text of a paragraph's runs ``(text, script)``, joined as written (see the module doc)."""
+    out = ""
+    previous_script = "baseline"
+    for text, script in runs:
+        if not text:
+            continue
+        if not out:
+            out = text
+        elif out[-1].isspace() or text[0].isspace():
+            out += text
+        elif (script in _SCRIPTS and out[-1].isalnum()) or (previous_script in _SCRIPTS and _continues(text)):
+            out += text  # a sub- or superscript inside a word or formula: H2O, x2
+        elif text[0] in _CLOSERS or out[-1] in _OPENERS:
+            out += text
+        else:
+            out += " " + text
+        previous_script = script
+    return out

@@ -1,12 +1,13 @@
 """Encoder backends other than torch: the exported model run by ONNX Runtime or OpenVINO.
 
 ``LONGPARSER_ENCODER_BACKEND`` picks one of :data:`BACKENDS` (docs/encoders.md compares them).
-``torch`` is the seed's reference path (:func:`loaders.encoder.load_torch_encoder`); the others
-load the artefact :mod:`loaders.export` built from the same pinned weights, verified against its
-manifest, with their runtime capped to the process's thread count. They tokenize with the pinned
-tokenizer file (no torch, no transformers at run time) the way sentence-transformers does for
-this model: ``[CLS]`` text ``[SEP]``, at most the model's window, padded to the longest text of a
-batch, batches sorted by length (smaller batches than torch's, see :data:`ENCODE_BATCH`).
+``torch`` is the seed's reference path (sentence-transformers, in
+:func:`loaders.encoder.load_encoder`); the others load the artefact :mod:`loaders.export` built
+from the same pinned weights, verified against its manifest, with their runtime capped to the
+process's thread count. They tokenize with the pinned tokenizer file (no torch, no transformers
+at run time) the way sentence-transformers does for this model: ``[CLS]`` text ``[SEP]``, at
+most the model's window, padded to the longest text of a batch, batches sorted by length
+(smaller batches than torch's, see :data:`ENCODE_BATCH`).
 
 A backend whose package is missing, or whose export fails, raises
 :class:`~loaders.pinned_model.EncoderUnavailable` naming what to install: a worker configured

@@ -8,7 +8,7 @@ the ``tokenizers`` library (Rust; no torch, no weights), from the tokenizer file
 The file's own settings are undone on load: it truncates at 128 tokens and pads to 128, which
 would cap every count. Counting is additive: the tokenizer splits words at whitespace and
 punctuation before it cuts them into pieces, so texts joined by whitespace have exactly the
-sum of their pieces plus one ``[CLS]``/``[SEP]`` pair (:meth:`ModelTokenCounter.join`).
+sum of their pieces plus one ``[CLS]``/``[SEP]`` pair (:meth:`ModelTokenCounter.count_joined`).
 
 Each distinct whitespace-separated word is counted once per process and remembered.
 Python's ``str.split`` and the tokenizer agree on whitespace except for a few control
@@ -114,7 +114,7 @@ class ModelTokenCounter:
             units.append(sum(map(word_units, text.split())))
         return units
 
-    def join(self, text: str, units: Sequence[int]) -> int:
+    def count_joined(self, text: str, units: Sequence[int]) -> int:
         return sum(units) + self.special_tokens
 
     def fitting_prefix(self, text: str, budget: int) -> int:

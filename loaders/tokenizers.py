@@ -259,7 +259,7 @@ class WholeTextCounter(TokenizerCounter):
     def measure(self, texts: Sequence[str]) -> list[int]:
         return list(map(self.texts.__getitem__, texts))
 
-    def join(self, text: str, units: Sequence[int]) -> int:
+    def count_joined(self, text: str, units: Sequence[int]) -> int:
         return self.texts[text]
 
 
@@ -303,11 +303,11 @@ class WordCounter(TokenizerCounter):
         word_units = self.words.__getitem__
         return [sum(map(word_units, found)) for found in split]
 
-    def join(self, text: str, units: Sequence[int]) -> int:
+    def count_joined(self, text: str, units: Sequence[int]) -> int:
         return sum(units) + self.special_tokens
 
     def count(self, text: str) -> int:
-        return self.join(text, self.measure((text,)))
+        return self.count_joined(text, self.measure((text,)))
 
 
 # Characters some regex engine or normalizer may read as whitespace: never cut beside them.
@@ -383,7 +383,7 @@ class SegmentCounter(TokenizerCounter):
     def measure(self, texts: Sequence[str]) -> list[int]:
         return list(map(self.texts.__getitem__, texts))
 
-    def join(self, text: str, units: Sequence[int]) -> int:
+    def count_joined(self, text: str, units: Sequence[int]) -> int:
         return self.texts[text]
 
 

@@ -1,9 +1,11 @@
 """The budget of one request: ``max_tokens`` in its counter, a target or (strict) a maximum.
 
-Stages ask the budget whether a group of blocks fits: by default (DEC-04) by the sum of the
-blocks' own counts, a packing target; with ``strict_max_tokens`` by the count of the chunk text
-they would make, as it will be emitted (with its heading breadcrumb when ``heading_context``
-is on), a maximum.
+Stages ask the budget whether a group of blocks fits: by default by the sum of the blocks' own
+counts, a packing target (the target exceptions, docs/strict.md, say where a chunk may go
+over it); with ``strict_max_tokens`` by the count of the chunk text they would make, as it will
+be emitted (with its heading breadcrumb when ``heading_context`` is on), a maximum. Whether the
+budget is a target or a maximum is decided here only: a stage asks :meth:`Budget.packer`,
+:meth:`Budget.accepts` or :meth:`Budget.prefix_fits`, never the config.
 """
 
 from __future__ import annotations
@@ -12,25 +14,31 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import TypeVar
 
+from longparser.breadcrumbs import BREADCRUMB_SEPARATOR, breadcrumb
 from longparser.build import Draft
-from longparser.context import BREADCRUMB_SEPARATOR, breadcrumb
 from longparser.errors import RequestRefused
 from longparser.tokens import TokenCounter, count
 
-CONTEXT_SHARE = 0.5  # repeated context (breadcrumb, lead-in, header line) may take this much
+REPEAT_SHARE = 0.5  # repeated text (breadcrumb, lead-in, header line) may take this much
 
 T = TypeVar("T")
 
 
 class Budget:
-    """``max_tokens`` of ``counter`` for one request (see the module doc)."""
+    """``max_tokens`` of ``counter`` for one request (see the module doc).
+
+    Attributes:
+        strict: ``max_tokens`` is a maximum of every chunk's emitted text (else a target).
+        with_breadcrumb: the emitted text counted in strict mode is ``embed_text``.
+        repeat_tokens: the most tokens repeated text may take in a strict chunk.
+    """
 
     def __init__(
         self, max_tokens: int, counter: TokenCounter, *, strict: bool, with_breadcrumb: bool
     ) -> None:
         self.max_tokens, self.counter = max_tokens, counter
         self.strict, self.with_breadcrumb = strict, with_breadcrumb
-        self.context_tokens = max(1, int(max_tokens * CONTEXT_SHARE))
+        self.repeat_tokens = max(1, int(max_tokens * REPEAT_SHARE))
         self._measure = lru_cache(maxsize=4096)(lambda text: counter.measure((text,))[0])
         if strict and (smallest := count(counter, "a")) > max_tokens:
             raise RequestRefused(
@@ -39,7 +47,7 @@ class Budget:
             )
 
     def measure(self, text: str) -> int:
-        """The counter's units of one text (memoised: context is measured again and again)."""
+        """The counter's units of one text (memoised: repeated text is measured again and again)."""
         return self._measure(text)
 
     def count(self, text: str) -> int:
@@ -50,9 +58,7 @@ class Budget:
 
         An additive counter joins the units alone: the text is not even built.
         """
-        units = [p.units for p in draft.parts]
-        if draft.prefix:
-            units.append(draft.prefix_units)
+        units = draft.units()
         crumb = ""
         if self.with_breadcrumb:
             titles = breadcrumb(draft)
@@ -60,11 +66,18 @@ class Budget:
                 crumb = BREADCRUMB_SEPARATOR.join(titles)
                 units.append(self.measure(crumb))
         if self.counter.additive:
-            return self.counter.join("", units)
-        return self.counter.join(crumb + BREADCRUMB_SEPARATOR + draft.text if crumb else draft.text, units)
+            return self.counter.count_joined("", units)
+        text = crumb + BREADCRUMB_SEPARATOR + draft.text if crumb else draft.text
+        return self.counter.count_joined(text, units)
 
     def fits(self, draft: Draft) -> bool:
+        """Whether ``draft``'s emitted text counts at most ``max_tokens``."""
         return self.cost(draft) <= self.max_tokens
+
+    def accepts(self, draft: Draft) -> bool:
+        """Whether a finished ``draft`` (a merge, a schema) may be emitted as it is: always with a
+        target (the target exceptions), within the maximum in strict mode."""
+        return not self.strict or self.fits(draft)
 
     def prefix_room(self, draft: Draft, cap: int | None) -> int | None:
         """With an additive counter, the most units a prefix put before ``draft`` may measure
@@ -72,15 +85,15 @@ class Budget:
         None when there is no limit or the counter is not additive (then texts are counted)."""
         if not self.counter.additive or (cap is None and not self.strict):
             return None
-        join = self.counter.join
+        count_joined = self.counter.count_joined
         base = [p.units for p in draft.parts]
         if self.with_breadcrumb and (titles := breadcrumb(draft)):
             base.append(self.measure(BREADCRUMB_SEPARATOR.join(titles)))
 
         def ok(units: int) -> bool:
-            if cap is not None and join("", [units]) > cap:
+            if cap is not None and count_joined("", [units]) > cap:
                 return False
-            return not self.strict or join("", [*base, units]) <= self.max_tokens
+            return not self.strict or count_joined("", [*base, units]) <= self.max_tokens
 
         low, high = -1, self.max_tokens  # a text of more units than max_tokens never fits
         while low < high:  # the most units that are ok (counts grow with units)
@@ -91,19 +104,18 @@ class Budget:
                 high = middle - 1
         return low
 
-    def fits_units(self, units: list[int], path: tuple[str, ...]) -> bool | None:
-        """Whether pieces measuring ``units``, in a chunk of section ``path`` whose text does not
-        open with a heading, fit: decided from the units alone with an additive counter, None
-        otherwise (then build the draft and ask :meth:`fits`)."""
-        if not self.counter.additive:
-            return None
-        if self.with_breadcrumb and path:
-            units = [*units, self.measure(BREADCRUMB_SEPARATOR.join(path))]
-        return self.counter.join("", units) <= self.max_tokens
+    def prefix_fits(self, draft: Draft, text: str, separator: str, cap: int | None) -> bool:
+        """Whether ``text`` (then ``separator``) may go before ``draft``'s body: within ``cap``
+        tokens on its own, and in strict mode with ``draft`` within the maximum."""
+        if cap is not None and self.count(text) > cap:
+            return False
+        if not self.strict:
+            return True
+        return self.fits(draft.evolve(prefix=text + separator, prefix_units=self.measure(text)))
 
     def packer(self, draft_of: Callable[[list[T]], Draft]) -> Callable[[list[T], T, int], bool]:
         """``fits(group, upcoming, summed_tokens)`` for packing: whether ``group`` with
-        ``upcoming`` appended fits: DEC-04's per-block sum against the target, or (strict) the
+        ``upcoming`` appended fits: the per-block sum against the target, or (strict) the
         emitted count of the draft ``draft_of(group + [upcoming])`` against the maximum."""
         if not self.strict:
             return lambda _group, _upcoming, summed: summed <= self.max_tokens

@@ -8,23 +8,28 @@ A Draft's text is ``prefix + body``:
 
 * ``parts`` are the body's pieces in order: each a source record, the text it contributes
   (a block's text, a table row, a list item) and the separator written before it. A part
-  marked ``context`` is text copied from elsewhere into the body (a lead-in kept inline when
-  two list pieces merge): it is not a source.
-* ``prefix`` is context put before the body (a repeated list lead-in, paragraph overlap),
+  marked ``repeated`` is text copied from elsewhere into the body (a lead-in kept inline when
+  two list pieces merge, a table's header line): it is not a source.
+* ``prefix`` is repeated text put before the body (a list's lead-in, paragraph overlap),
   with its separator; its block ids are recorded in metadata, never in ``block_ids``.
 
 ``block_ids`` and ``page_numbers`` come from the source parts only. A chunk holding an
 equation block is an ``equation`` chunk (table chunks keep their type).
+
+A Draft is changed in place only by the stage that owns it; a trial (will this fit?) is a new
+Draft made by :meth:`Draft.evolve`, which copies every field it is not given.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from itertools import repeat
-from operator import attrgetter, itemgetter
-from typing import Any
+from operator import attrgetter
+from typing import Any, NamedTuple
 
 from longparser.prepare import Rec
 from longparser.sections import Section
+from longparser.tables import Grid
 from longparser.tokens import TokenCounter
 from schemas import Chunk
 
@@ -35,47 +40,73 @@ _NO_PAGE = frozenset({None})  # a block from a source without pages (Markdown, t
 _validate_chunk = Chunk.__pydantic_validator__.validate_python  # Chunk.model_validate minus its wrapper
 
 
-class Part(tuple):  # type: ignore[type-arg]
-    """One piece of a draft's body (see the module doc): ``(rec, text, units, sep, context, span)``.
+class TableRows(NamedTuple):
+    """What a table part holds, so that the strict fit can cut it where a table may be cut:
+    between its rows, and a row too long alone between its cells. The part's text is
+    ``"\n".join(lines)``.
 
-    ``units`` is the counter's measure of ``text``, ``sep`` the separator written before it when
-    it does not start the body, ``context`` whether it is copied context rather than a source,
-    ``span`` the ``(start, end)`` of ``text`` in the block's text when it is a piece of a block
-    cut to a strict maximum (else None).
-    A plain tuple subclass: built from a tuple by C code (``Part((...))``, or ``map(Part, ...)``
-    over many), which matters for the many parts of a document.
+    Attributes:
+        grid: the table.
+        columns: the grid columns the lines show (a column band).
+        start: the index in ``grid.rows`` of the first row held (row numbers count from 1).
+        lines: the rendered rows, one per row.
+        cut: the part is already a piece of row ``start`` cut between its cells (``lines`` holds
+            its one line): it is not cut by rows again.
     """
 
-    __slots__ = ()
-    rec: Rec = property(itemgetter(0))  # type: ignore[assignment]
-    text: str = property(itemgetter(1))  # type: ignore[assignment]
-    units: int = property(itemgetter(2))  # type: ignore[assignment]
-    sep: str = property(itemgetter(3))  # type: ignore[assignment]
-    context: bool = property(itemgetter(4))  # type: ignore[assignment]
-    span: tuple[int, int] | None = property(itemgetter(5))  # type: ignore[assignment]
+    grid: Grid
+    columns: list[int]
+    start: int
+    lines: list[str]
+    cut: bool = False
+
+    def row_range(self) -> tuple[int, int]:
+        """The first and last row numbers held (1-based)."""
+        return self.start + 1, self.start + (1 if self.cut else len(self.lines))
+
+
+class Part(NamedTuple):
+    """One piece of a draft's body (see the module doc).
+
+    Attributes:
+        rec: the block the text comes from.
+        text: the text this piece contributes.
+        units: the counter's measure of ``text``.
+        sep: the separator written before ``text`` when it does not start the body.
+        repeated: a copy of text from elsewhere (a repeated lead-in or header line), not a source.
+        span: ``(start, end)`` of ``text`` in the block's text when it is a piece of a block cut
+            to a strict maximum, else None.
+        rows: the table rows ``text`` renders (a table's row batch), else None.
+    """
+
+    rec: Rec
+    text: str
+    units: int
+    sep: str = ""
+    repeated: bool = False
+    span: tuple[int, int] | None = None
+    rows: TableRows | None = None
 
     def after(self, sep: str) -> Part:
         """This part with ``sep`` written before it."""
-        return Part((self[0], self[1], self[2], sep, self[4], self[5]))
+        return self._replace(sep=sep)
 
 
-def part(
-    rec: Rec, text: str, units: int, sep: str = "", context: bool = False, span: tuple[int, int] | None = None
-) -> Part:
-    return Part((rec, text, units, sep, context, span))
+_part_of_tuple = partial(tuple.__new__, Part)  # a Part from a 7-tuple, in C (many parts per document)
 
 
 def parts_of(records: list[Rec], sep: str) -> list[Part]:
     """Each record's whole text as a part, joined by ``sep``."""
-    return list(map(Part, zip(records, map(attrgetter("text"), records), map(attrgetter("units"), records),
-                              repeat(sep), repeat(False), repeat(None))))
+    return list(map(_part_of_tuple, zip(records, map(attrgetter("text"), records),
+                                        map(attrgetter("units"), records), repeat(sep), repeat(False),
+                                        repeat(None), repeat(None))))
 
 
 def join_parts(parts: list[Part]) -> str:
     """The body text: the parts joined by their separators (the first part's is not written)."""
     if not parts:
         return ""
-    return parts[0][1] + "".join([p[3] + p[1] for p in parts[1:]])
+    return parts[0].text + "".join([p.sep + p.text for p in parts[1:]])
 
 
 class Draft:
@@ -86,18 +117,21 @@ class Draft:
         kind: chunk type (section | table | table_schema | list | equation).
         section: the section the chunk's content belongs to.
         meta: chunk metadata (tables: table_block_id, row_start, ...).
-        prefix: context text before the body, with its separator, or "".
+        prefix: repeated text before the body, with its separator, or "".
         prefix_units: the counter's measure of ``prefix``.
-        lead: the list lead-in repeated as context (in ``prefix`` or inline), or None.
+        repeated_lead_in: the list lead-in this draft repeats (in ``prefix`` or inline), or None.
         overlap_ids: block ids of the overlap paragraphs held in ``prefix``.
-        list_lead: a list draft's lead-in (primary or repeated): what a piece cut from it repeats.
-        head: a pipe table draft's header line (one of its parts): what a piece cut from it repeats.
+        lead_in: a list draft's lead-in (primary or repeated): what a piece cut from it repeats.
+        table_header: a table draft's title and header line, as repeated parts: what every piece
+            cut from it starts with.
         breadcrumb: the heading breadcrumb when strict mode shortened it (None: the section's).
+        after_boundary: a semantic boundary separates this draft from the one before it (nothing
+            merges across it, no overlap crosses it).
     """
 
     __slots__ = (
-        "_body", "_parts", "breadcrumb", "head", "kind", "lead", "list_lead", "meta", "overlap_ids",
-        "prefix", "prefix_units", "section",
+        "_body", "_parts", "after_boundary", "breadcrumb", "kind", "lead_in", "meta", "overlap_ids",
+        "prefix", "prefix_units", "repeated_lead_in", "section", "table_header",
     )
 
     def __init__(
@@ -106,14 +140,32 @@ class Draft:
         self._parts: list[Part] = parts
         self._body: str | None = None
         self.kind, self.section = kind, section
-        self.parts = parts
         self.meta = meta if meta is not None else {}
         self.prefix, self.prefix_units = "", 0
-        self.lead: Rec | None = None
+        self.repeated_lead_in: Rec | None = None
         self.overlap_ids: list[str] = []
-        self.list_lead: Rec | None = None
-        self.head: Part | None = None
+        self.lead_in: Rec | None = None
+        self.table_header: tuple[Part, ...] = ()
         self.breadcrumb: list[str] | None = None
+        self.after_boundary = False
+
+    def evolve(self, **changes: Any) -> Draft:
+        """A new draft with ``changes`` (field names as attributes) and every other field copied
+        (``meta`` and ``overlap_ids`` are shared unless given)."""
+        new = Draft.__new__(Draft)
+        parts = changes.pop("parts", None)
+        if parts is None:
+            new._parts, new._body = self._parts, self._body
+        else:
+            new._parts, new._body = parts, None
+        new.kind, new.section, new.meta = self.kind, self.section, self.meta
+        new.prefix, new.prefix_units = self.prefix, self.prefix_units
+        new.repeated_lead_in, new.overlap_ids = self.repeated_lead_in, self.overlap_ids
+        new.lead_in, new.table_header, new.breadcrumb = self.lead_in, self.table_header, self.breadcrumb
+        new.after_boundary = self.after_boundary
+        for name, value in changes.items():
+            setattr(new, name, value)
+        return new
 
     @property
     def parts(self) -> list[Part]:
@@ -133,17 +185,21 @@ class Draft:
     def text(self) -> str:
         return self.prefix + self.body if self.prefix else self.body
 
-    def tokens(self, counter: TokenCounter) -> int:
-        """The counter's count of the current text, from the measures of its pieces."""
-        units = [p[2] for p in self.parts]
+    def units(self) -> list[int]:
+        """The measures of the text's pieces: the body's parts, then the prefix."""
+        units = [p.units for p in self._parts]
         if self.prefix:
             units.append(self.prefix_units)
-        return counter.join("" if counter.additive else self.text, units)
+        return units
+
+    def tokens(self, counter: TokenCounter) -> int:
+        """The counter's count of the current text, from the measures of its pieces."""
+        return counter.count_joined("" if counter.additive else self.text, self.units())
 
     @property
     def sources(self) -> list[Rec]:
         """The source records in reading order, each once."""
-        return sorted({p[0] for p in self.parts if not p[4]}, key=attrgetter("pos"))
+        return sorted({p.rec for p in self._parts if not p.repeated}, key=attrgetter("pos"))
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -156,20 +212,20 @@ class Draft:
     @property
     def first_pos(self) -> int:
         """Reading-order position of the first source (a chunk's place in the output): repeated
-        context (a header line, a lead-in) does not count, as it is not among ``block_ids``."""
-        return min([p[0].pos for p in self.parts if not p[4]] or [p[0].pos for p in self.parts])
+        text (a header line, a lead-in) does not count, as it is not among ``block_ids``."""
+        return min([p.rec.pos for p in self._parts if not p.repeated] or [p.rec.pos for p in self._parts])
 
     def has_equation(self) -> bool:
-        return any(p[0].kind == "equation" for p in self.parts if not p[4])
+        return any(p.rec.kind == "equation" for p in self._parts if not p.repeated)
 
     def set_prefix(self, text: str, units: int) -> None:
-        """Put context ``text`` (ending with its separator; measuring ``units``) before the body."""
+        """Put repeated ``text`` (ending with its separator; measuring ``units``) before the body."""
         self.prefix, self.prefix_units = text, units
 
-    def set_lead_in(self, lead: Rec) -> None:
-        """Repeat the list lead-in ``lead`` as context before the body, on its own line."""
-        self.set_prefix(lead.text + LINE_SEPARATOR, lead.units)
-        self.lead = lead
+    def repeat_lead_in(self, lead_in: Rec) -> None:
+        """Repeat the list lead-in ``lead_in`` before the body, on its own line."""
+        self.set_prefix(lead_in.text + LINE_SEPARATOR, lead_in.units)
+        self.repeated_lead_in = lead_in
 
 
 def prose_kind(records: list[Rec], default: str) -> str:
@@ -177,12 +233,27 @@ def prose_kind(records: list[Rec], default: str) -> str:
     return "equation" if any(rec.kind == "equation" for rec in records) else default
 
 
+def _title_markers(draft: Draft, meta: dict[str, Any]) -> None:
+    """A table chunk's title (its caption part): ``title_block_id``, and ``caption_block_id``
+    where it is the chunk's own content or ``title_repeated`` where it is repeated."""
+    for p in draft.parts:
+        if p.rec.kind == "caption":
+            meta["title_block_id"] = p.rec.block_id
+            if p.repeated:
+                meta["title_repeated"] = True
+            else:
+                meta["caption_block_id"] = p.rec.block_id
+            return
+
+
 def chunk_metadata(draft: Draft, quality: dict[str, Any]) -> dict[str, Any]:
-    """The chunk's metadata: the draft's own plus lead-in/overlap markers and quality."""
+    """The chunk's metadata: the draft's own plus title, lead-in and overlap markers and quality."""
     meta = dict(draft.meta)
-    if draft.lead is not None:
+    if draft.is_table:
+        _title_markers(draft, meta)
+    if draft.repeated_lead_in is not None:
         meta["lead_in_repeated"] = True
-        meta["lead_in_block_id"] = draft.lead.block_id
+        meta["lead_in_block_id"] = draft.repeated_lead_in.block_id
     if draft.overlap_ids:
         meta["overlap_block_ids"] = list(draft.overlap_ids)
     meta["quality"] = quality

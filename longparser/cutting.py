@@ -119,6 +119,12 @@ def split_spans(
     return spans
 
 
+def sentence_starts(text: str) -> list[int]:
+    """Where each sentence of ``text`` starts (the first at its first non-space character)."""
+    start, end = text_bounds(text)
+    return [start, *(after for _, after in _cuts(_SENTENCES, text, start, end))] if start < end else []
+
+
 def fitting_tail(text: str, fits: Fits) -> str:
     """The longest end of ``text`` (surrounding whitespace aside) that ``fits``: from a sentence
     start if one fits, else from a word start; "" when not even the last word fits."""

@@ -1,12 +1,8 @@
-"""Errors the engine raises for a request it cannot serve as asked."""
+"""Errors the engine raises for a request it cannot serve as asked (defined in the wire contract,
+:mod:`schemas.errors`, so that the task and the producer client name the same class)."""
 
 from __future__ import annotations
 
+from schemas.errors import RequestRefused
 
-class RequestRefused(ValueError):
-    """The request asks for something these resources cannot provide (for example the model's
-    token counter on a process without the tokenizer files); the message says what to install.
-
-    Raised before any chunking work. It is the request's problem, not a transient one: a task
-    fails once with it and is never retried.
-    """
+__all__ = ["RequestRefused"]

@@ -3,11 +3,11 @@
 The lead-in and the items form one ``list`` chunk when their token sum fits ``max_tokens``.
 Otherwise the run is split at bullet boundaries, never inside a bullet: the first piece holds
 the lead-in (primary content) and as many items as fit; every later piece starts with the
-lead-in repeated as context (``prefix``; its id is NOT in the piece's block_ids; metadata
+lead-in repeated (``prefix``; its id is NOT in the piece's block_ids; metadata
 ``lead_in_repeated`` / ``lead_in_block_id``), so no piece loses what it is a list of.
 
 Decisions: the repeated lead-in counts towards every piece's budget (a piece of items plus
-its context aims at the target); a piece always holds at least one item (a lead-in is never
+its repeated lead-in aims at the target); a piece always holds at least one item (a lead-in is never
 left alone, a single oversized bullet stays whole); lead-in and items are joined by a newline.
 """
 
@@ -51,9 +51,9 @@ def list_drafts(seg: ListSeg, section: Section, budget: Budget) -> list[Draft]:
 
     def draft_of(group: list[Rec]) -> Draft:
         draft = Draft(parts_of(group, LINE_SEPARATOR), "list", section)
-        draft.list_lead = lead
+        draft.lead_in = lead
         if lead is not None and group[0] is not lead:
-            draft.set_lead_in(lead)
+            draft.repeat_lead_in(lead)
         return draft
 
     return [draft_of(group) for group in list_groups(lead, seg.items, budget.packer(draft_of))]

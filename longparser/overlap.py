@@ -1,51 +1,81 @@
-"""Stage 8: paragraph overlap.
+"""Stage 8: overlap.
 
-With ``overlap_blocks`` N > 0, a draft receives, as context, the texts of the trailing
-paragraphs of the draft right before it (chunk order), when both are in the same section and
-neither is a table/table_schema draft. Primary ids and pages do not change; the copied ids go
-to metadata ``overlap_block_ids`` and ``overlap_with_previous`` is set.
+With ``overlap_blocks`` N > 0, a draft receives, as repeated text, the end of the draft right
+before it (chunk order), when both are in the same section, neither is a table/table_schema
+draft and no semantic boundary lies between them (the topic changed: the previous topic's text
+would only mislead). Primary ids and pages do not change; the copied ids go to metadata
+``overlap_block_ids`` and ``overlap_with_previous`` is set.
 
 Decisions (docs/chunking.md has the rules):
 
-* Candidates are the previous draft's last N primary blocks, taken from the end while they
-  are ``paragraph`` blocks (a trailing heading, list item or caption stops the walk: it is not
-  a paragraph). A trailing ``equation`` block cancels the overlap entirely (the overlap would
-  duplicate an equation).
-* No overlap onto a draft that already carries context (a later list piece with its
-  repeated lead-in), nor when the draft's text already starts with the overlap text.
+* What is copied (``overlap_unit``): the previous draft's last N ``paragraph`` blocks
+  (``paragraph``, the default), or the last N sentences of them (``sentence``). Candidates are
+  taken from the end while they are paragraphs (a trailing heading, list item or caption stops
+  the walk: it is not a paragraph); a trailing ``equation`` block cancels the overlap entirely
+  (the overlap would duplicate an equation).
+* A piece of a block cut to a strict maximum never receives the same block's earlier piece as
+  overlap: the walk stops at a block the draft itself holds (it would repeat what the reader
+  reads next, not give context).
+* No overlap onto a draft that already starts with repeated text (a later list piece with its
+  lead-in), nor when the draft's text already starts with the overlap text.
 * Overlap texts are joined to each other and to the draft with a blank line.
-* ``overlap_max_share`` caps the overlap at that share of ``max_tokens`` (opt-in), and in
-  strict mode the overlap takes at most the room the chunk has left: whole paragraphs are
-  dropped from its start first, then the earliest kept one is cut to its end (from a sentence
-  start, else a word start). A chunk with no room gets no overlap.
+* ``overlap_max_share`` caps the overlap at that share of ``max_tokens`` and at a third of the
+  draft's own tokens, so that overlap is never more than a quarter of the chunk it opens (more
+  would make the chunk mostly a copy of its neighbour); in strict mode the overlap also takes at
+  most the room the chunk has left. Whole paragraphs are dropped from its start first, then the
+  earliest kept one is cut to its end (from a sentence start, else a word start). A chunk with
+  no room gets no overlap.
 """
 
 from __future__ import annotations
 
+from collections.abc import Set
 from itertools import pairwise
 
 from longparser.budget import Budget
 from longparser.build import Draft, Part
-from longparser.cutting import fitting_tail
+from longparser.cutting import fitting_tail, sentence_starts
+from longparser.prepare import Rec
 
 OVERLAP_SEPARATOR = "\n\n"
+PARAGRAPH, SENTENCE = "paragraph", "sentence"
+# Overlap at most a quarter of the chunk it opens: a third of the chunk's own tokens.
+OWN_TOKENS_PER_OVERLAP_TOKEN = 3
 
 
-def overlap_candidates(previous: Draft, n: int) -> list[Part]:
-    """The trailing paragraphs of ``previous`` to copy (possibly none), in reading order."""
+def overlap_candidates(previous: Draft, n: int, own: Set[Rec] = frozenset()) -> list[Part]:
+    """The trailing paragraphs of ``previous`` to copy (possibly none), in reading order; the
+    walk stops at a block in ``own`` (the receiving draft's blocks)."""
     picked: list[Part] = []
     for piece in reversed(previous.parts):
-        if piece.context:
+        if piece.repeated:
             continue  # an inline lead-in is not the previous chunk's own text
         if len(picked) == n:
             break
         if piece.rec.kind == "equation":
             return []
-        if piece.rec.kind != "paragraph":
+        if piece.rec.kind != "paragraph" or piece.rec in own:
             break
         picked.append(piece)
     picked.reverse()
     return picked
+
+
+def _last_sentences(picked: list[Part], n: int, budget: Budget) -> list[Part]:
+    """The last ``n`` sentences of the paragraphs ``picked``, as parts of the same blocks."""
+    kept: list[Part] = []
+    for piece in reversed(picked):
+        starts = sentence_starts(piece.text)
+        if len(starts) >= n:
+            text = piece.text[starts[-n] :]
+            if text != piece.text:
+                piece = piece._replace(text=text, units=budget.measure(text))
+            kept.append(piece)
+            break
+        kept.append(piece)
+        n -= len(starts)
+    kept.reverse()
+    return kept
 
 
 def _fitted(
@@ -54,9 +84,9 @@ def _fitted(
     """The overlap text that may go before ``current``, the paragraphs it copies from, and its
     units when they are known without measuring it (whole paragraphs, an additive counter).
 
-    Whole paragraphs are dropped from the start until the rest fits (the share cap, and in
-    strict mode the room ``current`` has left); a last paragraph still too long keeps its end,
-    from a sentence start if one fits, else a word start.
+    Whole paragraphs are dropped from the start until the rest fits (the cap, and in strict
+    mode the room ``current`` has left); a last paragraph still too long keeps its end, from a
+    sentence start if one fits, else a word start.
     """
 
     room = budget.prefix_room(current, cap)
@@ -64,14 +94,7 @@ def _fitted(
     def allowed(text: str, units: int | None = None) -> bool:
         if room is not None:  # an additive counter: the room is known in units
             return (budget.measure(text) if units is None else units) <= room
-        if cap is not None and budget.count(text) > cap:
-            return False
-        if not budget.strict:
-            return True
-        trial = Draft(current.parts, current.kind, current.section, current.meta)
-        trial.breadcrumb = current.breadcrumb
-        trial.set_prefix(text + OVERLAP_SEPARATOR, budget.measure(text))
-        return budget.fits(trial)
+        return budget.prefix_fits(current, text, OVERLAP_SEPARATOR, cap)
 
     while True:  # ``picked`` is never empty
         text = OVERLAP_SEPARATOR.join([piece.text for piece in picked])
@@ -85,19 +108,30 @@ def _fitted(
     return (tail, picked, None) if tail else ("", [], None)
 
 
-def apply_overlap(drafts: list[Draft], n: int, budget: Budget, max_share: float | None) -> None:
-    """Prepend overlap context in place (drafts are the engine's own objects)."""
+def apply_overlap(
+    drafts: list[Draft], n: int, budget: Budget, max_share: float | None, unit: str = PARAGRAPH
+) -> None:
+    """Prepend overlap in place (drafts are the engine's own objects)."""
     if n <= 0:
         return
-    cap = None if max_share is None else int(max_share * budget.max_tokens)
+    share_cap = None if max_share is None else int(max_share * budget.max_tokens)
+    counter = budget.counter
     for previous, current in pairwise(drafts):
         if previous.section is not current.section or previous.is_table or current.is_table:
             continue
-        if current.prefix:
+        if current.after_boundary or current.prefix:
             continue
-        picked = overlap_candidates(previous, n)
+        own = {piece.rec for piece in current.parts if piece.span is not None}
+        picked = overlap_candidates(previous, n, own)  # n sentences lie in n paragraphs at most
+        if picked and unit == SENTENCE:
+            picked = _last_sentences(picked, n, budget)
         if not picked or current.body.startswith(OVERLAP_SEPARATOR.join([piece.text for piece in picked])):
             continue
+        cap = share_cap
+        if cap is not None:  # never a quarter of the chunk or more: a third of its own tokens
+            cap = min(cap, current.tokens(counter) // OWN_TOKENS_PER_OVERLAP_TOKEN)
+            if cap <= 0:
+                continue
         text, copied, units = _fitted(picked, current, budget, cap)
         if text:
             current.set_prefix(text + OVERLAP_SEPARATOR, budget.measure(text) if units is None else units)

@@ -1,9 +1,9 @@
 """Stage 6: token-budget packing of prose runs, semantic boundaries and equation glue.
 
 Blocks are appended while the running sum of per-block token counts stays within
-``max_tokens`` (a target, DEC-04); a new chunk starts before a block that would exceed it,
-or before a semantic boundary. A single block larger than the target forms its own chunk,
-kept whole.
+``max_tokens`` (a target: docs/strict.md lists its exceptions); a new chunk starts before a
+block that would exceed it, or before a semantic boundary. A single block larger than the
+target forms its own chunk, kept whole.
 
 Equation glue: when a new chunk starts right before an equation block, the last block of the
 closed chunk moves into the new chunk when it is a ``paragraph`` (the sentence that
@@ -12,7 +12,7 @@ block ids are derived from the blocks each chunk finally holds (build.py), so a 
 page 3 glued to an equation on page 4 gives the new chunk pages [3, 4] and takes page 3 away
 from the closed chunk when none of its remaining blocks is on page 3 (provenance follows the
 blocks, whichever way they move). Decision: the glued chunk may exceed the target (paragraph + equation), like
-the other DEC-04 exceptions.
+the other target exceptions.
 
 Heading glue (a heading belongs to what follows it): when a new chunk starts, headings at
 the end of the closed chunk move into the new chunk, again only while the closed chunk keeps
@@ -73,9 +73,18 @@ def pack_groups(
 
 
 def pack_prose(records: list[Rec], starts: Set[int], section: Section, budget: Budget) -> list[Draft]:
-    """Pack a prose run into section/equation drafts."""
+    """Pack a prose run into section/equation drafts.
+
+    A draft holding a block a semantic boundary starts at is ``after_boundary``: every such block
+    starts a new chunk, so the boundary lies between this draft and the one before it (blocks
+    glued to it from the closed chunk come from before the boundary, but they introduce it).
+    """
 
     def draft(group: list[Rec]) -> Draft:
         return Draft(parts_of(group, PROSE_SEPARATOR), prose_kind(group, "section"), section)
 
-    return [draft(group) for group in pack_groups(records, starts, budget.packer(draft))]
+    drafts = [draft(group) for group in pack_groups(records, starts, budget.packer(draft))]
+    if starts:
+        for made in drafts:
+            made.after_boundary = any(part.rec.pos in starts for part in made.parts)
+    return drafts

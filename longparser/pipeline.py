@@ -1,8 +1,9 @@
 """The chunking pipeline: composes the stages, one named step each.
 
 ``validate -> prepare (exclusions, equation re-tag) -> sections and their segments ->
-semantic boundaries -> drafts (tables, lists, packing with glue) -> minimum-size merge ->
-reading order -> overlap -> ids, token counts, quality -> result``.
+semantic boundaries -> drafts (tables, lists, packing with glue) -> headings lead what they
+head -> minimum-size merge -> reading order -> fit (strict mode) -> overlap -> ids, token
+counts, quality, embed_text -> result``.
 
 Decisions:
 
@@ -12,7 +13,7 @@ Decisions:
 * Semantic mode requested without an encoder: structural packing, ``stats.semantic``
   records ``available=False`` with the reason, and one warning is logged per call. An encoder
   that raises propagates the error (the task fails visibly instead of silently degrading).
-* ``token_count`` is the counter's count of the final text (with overlap and context);
+* ``token_count`` is the counter's count of the final text (with overlap and repeated text);
   packing works on per-block counts (their sums may differ from the joined text's count).
 * ``timings_ms``: ``validate`` is the validation of dict blocks (done while prepare reads
   them), ``prepare`` the rest of that pass (exclusions, equation re-tagging, token counts,
@@ -28,9 +29,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from longparser.breadcrumbs import embed_text
 from longparser.budget import Budget
 from longparser.build import Draft, to_chunk
-from longparser.context import embed_text
 from longparser.fit import block_parts, fit_all
 from longparser.hierarchy import DerivedPaths, context_warnings
 from longparser.ids import chunk_id
@@ -43,10 +44,9 @@ from longparser.prepare import prepare
 from longparser.preset import expanded, resolve
 from longparser.quality import ChunkScorer
 from longparser.resources import NO_RESOURCES, Resources
-from longparser.sections import ListSeg, ProseSeg, Section, group_sections
+from longparser.sections import ProseSeg, Section, TableSeg, group_sections
 from longparser.semantic import section_boundaries
-from longparser.table_chunks import table_drafts
-from longparser.tokens import TokenCounter
+from longparser.table_chunks import pack_tables, table_drafts
 from schemas import (
     Block,
     Chunk,
@@ -91,7 +91,8 @@ def _semantic(
     stats = SemanticStats(
         requested=True,
         available=True,
-        boundaries=len(starts),
+        boundaries=len(starts),  # until the chunks exist: see chunk_blocks
+        boundaries_found=len(starts),
         texts_embedded=embedded,
         method=config.semantic_method,
         model=getattr(encoder, "name", None),
@@ -101,16 +102,29 @@ def _semantic(
 
 
 def section_drafts(section: Section, starts: set[int], config: ChunkingConfig, budget: Budget) -> list[Draft]:
-    """The drafts of one section's segments, in order."""
+    """The drafts of one section's segments, in order (consecutive tables packed when asked)."""
     drafts: list[Draft] = []
+    tables: list[list[Draft]] = []  # the run of consecutive tables so far
     for seg in section.segments:
+        if isinstance(seg, TableSeg):
+            tables.append(table_drafts(seg, section, config, budget))
+            continue
+        if tables:
+            drafts.extend(_tables(tables, config, budget))
+            tables = []
         if isinstance(seg, ProseSeg):
             drafts.extend(pack_prose(seg.records, starts, section, budget))
-        elif isinstance(seg, ListSeg):
-            drafts.extend(list_drafts(seg, section, budget))
         else:
-            drafts.extend(table_drafts(seg, section, config, budget))
+            drafts.extend(list_drafts(seg, section, budget))
+    if tables:
+        drafts.extend(_tables(tables, config, budget))
     return drafts
+
+
+def _tables(tables: list[list[Draft]], config: ChunkingConfig, budget: Budget) -> list[Draft]:
+    if config.pack_tables and len(tables) > 1:
+        return pack_tables(tables, budget)
+    return [draft for drafts in tables for draft in drafts]
 
 
 def build_drafts(
@@ -122,27 +136,28 @@ def build_drafts(
     drafts.sort(key=Draft.first_pos.fget)  # type: ignore[attr-defined]
     if budget.strict:
         drafts = fit_all(drafts, budget)
-    apply_overlap(drafts, config.overlap_blocks, budget, config.overlap_max_share)
+    apply_overlap(drafts, config.overlap_blocks, budget, config.overlap_max_share, config.overlap_unit)
     return drafts
 
 
 def finalize(
     drafts: list[Draft], document_id: str | None, config: ChunkingConfig, resources: Resources,
-    counter: TokenCounter,
+    budget: Budget,
 ) -> list[Chunk]:
-    """Ids, final token counts, quality scores (of the final text) and the embedding context."""
+    """Ids, final token counts, quality scores (of the final text) and the breadcrumb to embed."""
     score = ChunkScorer(resources.word_list, resources.language_id).score
+    counter = budget.counter
     chunks = []
-    pieces = block_parts(drafts) if config.strict_max_tokens else None
+    pieces = block_parts(drafts) if budget.strict else None
     for index, draft in enumerate(drafts):
         if pieces and pieces[index]:
             draft.meta["block_parts"] = pieces[index]
         text, sources = draft.text, draft.sources
         quality, components = score(text, [(rec.confidence, len(rec.text)) for rec in sources])
         ident = chunk_id(document_id, index, draft.kind, [rec.block_id for rec in sources], text)
-        context = embed_text(draft, text) if config.heading_context else None
+        to_embed = embed_text(draft, text) if budget.with_breadcrumb else None
         tokens = draft.tokens(counter)
-        chunks.append(to_chunk(draft, ident, text, tokens, quality, components, sources, context))
+        chunks.append(to_chunk(draft, ident, text, tokens, quality, components, sources, to_embed))
     return chunks
 
 
@@ -187,13 +202,15 @@ def chunk_blocks(
     records, excluded, retagged = prepare(watched, cfg, counter)
     section_paths = watched.apply(records)
     t2 = time.perf_counter()
-    sections = group_sections(records)
+    sections = group_sections(records, cfg.table_titles, cfg.breadcrumb_titles)
     t3 = time.perf_counter()
     starts, semantic = _semantic(sections, cfg, res)
     t4 = time.perf_counter()
     drafts = build_drafts(sections, starts, cfg, budget)
+    if semantic.available:  # the boundaries between the chunks as emitted
+        semantic = semantic.model_copy(update={"boundaries": sum(draft.after_boundary for draft in drafts)})
     t5 = time.perf_counter()
-    chunks = finalize(drafts, document_id, cfg, res, counter)
+    chunks = finalize(drafts, document_id, cfg, res, budget)
     t6 = time.perf_counter()
     timings = {
         "validate": round(intake.seconds * 1000.0, 3),

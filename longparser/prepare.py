@@ -12,7 +12,9 @@ Decisions (docs/chunking.md has the rules):
   is the previous *kept* block (a page footer between a lead-in and its formula must not
   hide the lead-in).
 * Check order per block: header/footer (when ``exclude_headers_footers``), then blank, then
-  separator-only. A table block with cells is never blank (its text may be empty).
+  separator-only. A table block with cells is never blank (its text may be empty). Blank
+  text has no character a reader sees: whitespace, control and format characters only (a
+  stray ``\x84`` where a PDF's bullet glyph was, a zero-width space).
 * Separator-only: every character is one of ``_ - = . · •``, whitespace, or a box-drawing
   character (U+2500-U+257F), and at least one such character is present.
 * Only ``paragraph`` blocks are re-tagged; blocks the extractor typed ``equation`` stay
@@ -23,6 +25,7 @@ Decisions (docs/chunking.md has the rules):
 from __future__ import annotations
 
 import string
+import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
@@ -36,6 +39,7 @@ _SEPARATOR_CHARS = frozenset("_-=.·•") | frozenset(chr(c) for c in range(0x25
 # header/footer, it is kept without calling exclusion_reason (the usual block).
 _KEPT_FIRST_CHARS = frozenset(string.ascii_letters + string.digits)
 _HEADER_FOOTER = frozenset({"header", "footer"})
+_INVISIBLE = frozenset({"Cc", "Cf"})
 
 
 class Rec:
@@ -83,6 +87,12 @@ def is_separator(text: str) -> bool:
     return seen
 
 
+def _invisible(text: str) -> bool:
+    """Only whitespace and control or format characters (a stray C1 control such as ``\x84``, a
+    zero-width space): nothing a reader sees."""
+    return all(char.isspace() or unicodedata.category(char) in _INVISIBLE for char in text)
+
+
 def exclusion_reason(kind: str, text: str, has_cells: bool, exclude_headers_footers: bool) -> str | None:
     """Why a block is excluded (``header``/``footer``/``blank``/``separator``), or None.
 
@@ -92,7 +102,7 @@ def exclusion_reason(kind: str, text: str, has_cells: bool, exclude_headers_foot
         return kind
     if kind == "table" and has_cells:
         return None
-    if not text or text.isspace():
+    if not text or text.isspace() or _invisible(text):
         return "blank"
     first = text.lstrip()[0]  # is_separator stops at the first other character: test it here first
     if first in _SEPARATOR_CHARS and is_separator(text):
@@ -117,6 +127,7 @@ def prepare(
     previous_text: str | None = None
     detect = config.detect_equations
     drop_hf = config.exclude_headers_footers
+    infer_header = config.table_header_inference
     last_list: list[str] | None = None
     path: tuple[str, ...] = ()
     for pos, block in enumerate(blocks):
@@ -133,11 +144,11 @@ def prepare(
         if block["hierarchy_path"] != last_list:  # consecutive blocks share one path tuple
             last_list = block["hierarchy_path"]
             path = tuple(last_list)
-        grid = build_grid(cells) if kind == "table" and cells else None
+        grid = build_grid(cells, infer_header) if kind == "table" and cells else None
         records.append(Rec(pos, block["block_id"], kind, text, block["provenance"]["page_number"], path,
                            block["confidence"]["overall"], grid))
         previous_text = text
     counted = [rec for rec in records if rec.kind != "table"]
     for rec, units in zip(counted, counter.measure([rec.text for rec in counted]), strict=True):
-        rec.units, rec.tokens = units, counter.join(rec.text, (units,))
+        rec.units, rec.tokens = units, counter.count_joined(rec.text, (units,))
     return records, excluded, retagged

@@ -144,11 +144,6 @@ def _letter_runs(scan: _Scan) -> list[bytes]:
     return raw.translate(_WORD_TABLE).split()
 
 
-def _tokens(scan: _Scan) -> list[str]:
-    runs = [run.decode("utf-8", "surrogatepass") for run in _letter_runs(scan)]
-    return [w for w in runs if len(w) > 1]
-
-
 NOT_A_TOKEN, UNKNOWN_WORD, KNOWN_WORD = 0, 1, 2
 
 
@@ -171,16 +166,6 @@ class _Dictionary(dict[bytes, int]):
         kind = NOT_A_TOKEN if len(token) < 2 else KNOWN_WORD if token in self.word_list else UNKNOWN_WORD
         self[run] = kind
         return kind
-
-
-def noise_count(text: str) -> int:
-    """Number of noise characters in ``text`` (see the module docstring for the set)."""
-    return _noise(_Scan(text))
-
-
-def alphabetic_tokens(text: str) -> list[str]:
-    """Lower-cased maximal runs of 2+ letters: the tokens dictionary coverage is measured on."""
-    return _tokens(_Scan(text))
 
 
 def _weighted_confidence(sources: Sequence[tuple[float, int]]) -> float:

@@ -8,9 +8,15 @@ given).
 
 Within a section, blocks are cut into segments, in reading order:
 
-* ``TableSeg``: one table block plus at most one attached caption. A table takes the caption
-  directly before it (adjacent after exclusions, same section, same page) if no earlier table
-  claimed it, else the caption directly after it. A caption not attached to a table is
+* ``TableSeg``: one table block plus at most one attached title: a caption, or with
+  ``table_titles`` also a paragraph that names the table ("Table 2: ...", "TABLE 3 Results",
+  "Table S1.": :func:`names_a_table`, re-tagged ``caption``), directly before or after the
+  table (adjacent after exclusions, same section, same page). A title directly before a table
+  is that table's (tables are titled above them far more often); a table without one then
+  takes the title directly after it, if no other table took it; with ``table_titles`` a table
+  still without one takes the paragraph directly before it that introduces it (ending with a
+  colon: "Here are the things a duck could eat:"), as a list takes its lead-in. A caption that names a
+  figure ("Figure 3: ...", "Fig. 3") is never a table's. A caption not attached to a table is
   ordinary prose.
 * ``ListSeg``: a run of consecutive ``list_item`` blocks plus its lead-in: the ``paragraph``
   directly before it in the same section, when that paragraph introduces the list
@@ -25,7 +31,9 @@ of its section).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from longparser.prepare import Rec
 
@@ -39,9 +47,10 @@ class ProseSeg:
 
 @dataclass(slots=True)
 class TableSeg:
+    """A table block and its title (a caption or a "Table N" paragraph), if it has one."""
+
     table: Rec
     caption: Rec | None = None
-    caption_before: bool = False
 
 
 @dataclass(slots=True)
@@ -61,45 +70,88 @@ class Section:
     path: tuple[str, ...]
     records: list[Rec] = field(default_factory=list)
     segments: list[Segment] = field(default_factory=list)
+    crumbs: tuple[str, ...] = ()  # the titles its chunks' heading breadcrumb shows
+
 
     def packable(self) -> list[Rec]:
         """The records that reach packing, in order (the input of semantic boundaries)."""
         return [rec for seg in self.segments if isinstance(seg, ProseSeg) for rec in seg.records]
 
 
-def group_sections(records: list[Rec]) -> list[Section]:
-    """Cut records into sections of consecutive equal paths, each with its segments."""
+def group_sections(records: list[Rec], table_titles: bool = False,
+                   breadcrumb_titles: int | None = None) -> list[Section]:
+    """Cut records into sections of consecutive equal paths, each with its segments
+    (``table_titles``: "Table N" paragraphs title their tables too; ``breadcrumb_titles``: how
+    many of the innermost titles of its path a chunk's breadcrumb shows, None: all)."""
     sections: list[Section] = []
     current: Section | None = None
     for rec in records:
         if current is None or rec.path != current.path:
-            current = Section(len(sections), rec.path)
+            crumbs = rec.path if breadcrumb_titles is None else rec.path[len(rec.path) - breadcrumb_titles :]
+            current = Section(len(sections), rec.path, crumbs=crumbs)
             sections.append(current)
         current.records.append(rec)
     for section in sections:
-        section.segments = segment(section.records)
+        section.segments = segment(section.records, table_titles)
     return sections
 
 
-def _is_caption_for(rec: Rec, table: Rec, claimed: set[int]) -> bool:
-    return rec.kind == "caption" and rec.page == table.page and rec.pos not in claimed
+# "Table 2: ...", "Table 1. ...", "TABLE 3 Results", "Table S1 -", "Tab. IV:", "Table A.2": a table's
+# name, then punctuation, a capitalised word or the end (so "Table 2 shows ..." is prose).
+_TABLE_NAME = re.compile(
+    r"\s*(?:Table|TABLE|Tab\.)\s*(?:(?:[A-Z]\.?)?\d+(?:[.\-]\d+)*[a-z]?|[IVXLC]+)"
+    r"(?:\s*[:.|\-\u2013\u2014]|\s+[A-Z(\[\"\u201c]|\s*$)"
+)
+_KIND = attrgetter("kind")
+_FIGURE_NAME = re.compile(r"\s*(?:Figure|FIGURE|Fig\.|FIG\.)\s*[A-Z]?\d")
 
 
-def attach_captions(records: list[Rec]) -> dict[int, tuple[Rec, bool]]:
-    """Map each table's index in ``records`` to ``(caption, caption_before)``."""
+def names_a_table(text: str) -> bool:
+    """Whether a paragraph is a table's title: it starts with the table's name ("Table 2: ...")."""
+    return _TABLE_NAME.match(text) is not None
+
+
+def _is_title_for(rec: Rec, table: Rec, table_titles: bool) -> bool:
+    """A caption (not a figure's), or with ``table_titles`` a paragraph naming a table, on the
+    table's page."""
+    if rec.page != table.page:
+        return False
+    if rec.kind == "caption":
+        return _FIGURE_NAME.match(rec.text) is None
+    return table_titles and rec.kind == "paragraph" and names_a_table(rec.text)
+
+
+def _introduces_table(rec: Rec, table: Rec) -> bool:
+    """A paragraph on the table's page that ends with a colon: the table's lead-in."""
+    return rec.kind == "paragraph" and rec.page == table.page and rec.text.rstrip().endswith(":")
+
+
+def attach_captions(records: list[Rec], table_titles: bool = False) -> dict[int, Rec]:
+    """Map each table's index in ``records`` to its title (see the module doc); a paragraph
+    taken as a title is re-tagged ``caption`` (the engine's own record)."""
+    kinds = list(map(_KIND, records))
+    if "table" not in kinds:  # most sections: two C-level passes
+        return {}
+    attached: dict[int, Rec] = {}
     claimed: set[int] = set()
-    attached: dict[int, tuple[Rec, bool]] = {}
+    tables = [i for i, kind in enumerate(kinds) if kind == "table"]
+    for i in tables:  # a title directly before a table is that table's
+        if i > 0 and _is_title_for(records[i - 1], records[i], table_titles):
+            attached[i] = records[i - 1]
+            claimed.add(i - 1)
     last = len(records) - 1
-    for i, rec in enumerate(records):
-        if rec.kind != "table":
-            continue
-        if i > 0 and _is_caption_for(records[i - 1], rec, claimed):
-            attached[i] = (records[i - 1], True)
-        elif i < last and _is_caption_for(records[i + 1], rec, claimed):
-            attached[i] = (records[i + 1], False)
-        else:
-            continue
-        claimed.add(attached[i][0].pos)
+    for i in tables:  # else the title directly after it, if no table took it
+        if i not in attached and i < last and i + 1 not in claimed and \
+                _is_title_for(records[i + 1], records[i], table_titles):
+            attached[i] = records[i + 1]
+            claimed.add(i + 1)
+    for i in tables:  # else the paragraph that introduces it ("... a duck could eat:")
+        if table_titles and i not in attached and i > 0 and i - 1 not in claimed and \
+                _introduces_table(records[i - 1], records[i]):
+            attached[i] = records[i - 1]
+            claimed.add(i - 1)
+    for title in attached.values():
+        title.kind = "caption"
     return attached
 
 
@@ -122,10 +174,10 @@ def introduces_list(text: str) -> bool:
     return stripped.rstrip(".,;—–-").rstrip().lower().endswith(LEAD_IN_ENDINGS)
 
 
-def segment(records: list[Rec]) -> list[Segment]:
-    """Split a section's records into prose runs, tables (with captions) and lists (with lead-ins)."""
-    captions = attach_captions(records)
-    caption_pos = {cap.pos for cap, _ in captions.values()}
+def segment(records: list[Rec], table_titles: bool = False) -> list[Segment]:
+    """Split a section's records into prose runs, tables (with titles) and lists (with lead-ins)."""
+    captions = attach_captions(records, table_titles)
+    caption_pos = {cap.pos for cap in captions.values()}
     segments: list[Segment] = []
     prose: list[Rec] = []
 
@@ -140,8 +192,7 @@ def segment(records: list[Rec]) -> list[Segment]:
         rec = records[i]
         if rec.kind == "table":
             flush()
-            cap, before = captions.get(i, (None, False))
-            segments.append(TableSeg(rec, cap, before))
+            segments.append(TableSeg(rec, captions.get(i)))
         elif rec.kind == "list_item":
             introduced = prose and prose[-1].kind == "paragraph" and introduces_list(prose[-1].text)
             lead = prose.pop() if introduced else None

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from longparser.boundary_methods import adjacent, boundary_rule, resolve
+from longparser.boundary_methods import boundary_rule, resolve
 from longparser.resources import Encoder
 
 DEFAULT_THRESHOLD = 0.3
@@ -40,34 +40,6 @@ def unit_rows(vectors: Any) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     # Dividing by 1.0 where the norm is 0 keeps zero rows at zero instead of producing NaN.
     return matrix / np.where(norms == 0.0, 1.0, norms)
-
-
-def cosine_similarity(a: Sequence[float], b: Sequence[float]) -> float:
-    """Cosine of two vectors; 0.0 when either has zero norm.
-
-    Raises:
-        ValueError: the vectors differ in length or hold non-finite values.
-    """
-    if len(a) != len(b):
-        raise ValueError(f"vectors differ in length: {len(a)} != {len(b)}")
-    unit = unit_rows([list(a), list(b)])
-    return float(unit[0] @ unit[1])
-
-
-def adjacent_similarities(vectors: Any) -> np.ndarray:
-    """Cosine of each row with the next: ``out[i] = cos(v[i], v[i + 1])``, length ``n - 1``."""
-    unit = unit_rows(vectors)
-    if len(unit) < 2:
-        return np.zeros(0, dtype=np.float64)
-    return np.einsum("ij,ij->i", unit[:-1], unit[1:])
-
-
-def boundaries_from_vectors(vectors: Any, threshold: float) -> list[int]:
-    """Boundary indices ``b`` (a segment starts before row ``b``, ``1 <= b < n``) for one sequence.
-
-    Every row is treated as a non-blank block; used by ``longparser evaluate`` and tests.
-    """
-    return adjacent(unit_rows(vectors), threshold)
 
 
 def _non_blank(texts: Sequence[str]) -> list[int]:

@@ -1,18 +1,26 @@
-"""Stage 4, part 2: table blocks to drafts: schema chunk, row batches, bands, captions.
+"""Stage 4, part 2: table blocks to drafts: row batches, bands, schema chunk, title.
 
-Formats (``table_chunk_format``):
+Formats (``table_chunk_format``), each row of a data row (or band) written whole:
 
-* ``row_record``: ``Row 3: Name=Ada; Year=1843`` (1-based data-row number). Every column
-  of the row (or band) is written, an empty cell as ``Year=``: a column with no value in any
-  row must still show its header somewhere (nothing lost, also without a schema chunk), and
-  an explicit empty value tells a reader the cell is blank rather than absent. Rejected:
-  leaving empty cells out (leaner, but it lost empty columns' headers entirely).
-* ``pipe``: ``Ada | 1843`` (positional, empty cells kept), with the header line
+* ``row_record``: ``Row 3: Name=Ada; Year=1843`` (1-based data-row number). Every column is
+  written, an empty cell as ``Year=``: a column with no value in any row must still show its
+  header somewhere (nothing lost, also without a schema chunk), and an explicit empty value
+  tells a reader the cell is blank rather than absent.
+* ``labelled``: ``Ada: Year=1843; Field=Math``: the row's label (its row-header cells, else its
+  first column: :meth:`~longparser.tables.Grid.label`) first, then the other columns as
+  ``name=value`` (``Row 3:`` stands in for an empty label); consecutive columns under one
+  spanning header are written once under it: ``Text: Count=510377; % of Total: Train=45.82,
+  Test=49.28``.
+* ``pipe``: ``Ada | 1843`` (positional, empty cells kept), under the header line
   ``Name | Year`` at the top of every batch.
+* ``markdown``: a Markdown table: ``| Name | Year |`` and ``|---|---|`` at the top of every
+  batch, then ``| Ada | 1843 |`` (a ``|`` inside a cell written ``\\|``).
 
-Batching: rows are added while the batch's token sum (per-line counts, the pipe header line
-included) stays within ``max_tokens`` and the batch holds fewer than
-``table_rows_per_chunk`` rows; a single row larger than the target is kept whole (DEC-04).
+Batching: rows are added while the batch fits (:meth:`Budget.packer`: the per-line token sum
+with its title and header line, or in strict mode the batch's emitted count) and holds fewer
+than ``table_rows_per_chunk`` rows; a single row larger than the target is kept whole (a target
+exception). In strict mode a row too long alone is cut by the fit stage, which the batch tells
+where a table may be cut (:class:`~longparser.build.TableRows`).
 
 Wide tables (more than ``wide_table_col_threshold`` columns): bands of 12 columns, each
 carrying column 0 as the key. Reading: band 1 is columns 0-11; every later band is column 0
@@ -22,13 +30,18 @@ it is null for tables that are not banded. Bands are emitted one after another, 
 all its row batches.
 
 Schema chunk (``generate_schema_chunks``, chunk_type ``table_schema``): counts, each
-column's type and null rate, up to 5 sample rows in the table format over all columns. It is
-emitted before the row chunks and may exceed the target (DEC-04).
+column's type and null rate, and up to 5 sample rows in the table format over all columns
+(``metadata.sample_rows`` says how many are shown). It may exceed the target (a target
+exception); in strict mode the fit stage drops sample rows until it fits, never cutting it.
 
-Caption: an attached caption (see sections.py) is primary content of the table's FIRST
-chunk - the schema chunk when one is generated (so chunk order by first block stays reading
-order), else the first row batch - with its text prepended on its own line and its id in
-block_ids in reading order. Decision: metadata ``caption_block_id`` marks it.
+Title (a caption, or with ``table_titles`` a "Table N" paragraph: see sections.py), written
+on its own line at the top of a chunk, before the header line:
+
+* without ``table_titles``, the caption is primary content of the table's FIRST chunk - the
+  schema chunk when one is generated, emitted before the rows, else the first row batch;
+* with ``table_titles``, the title is primary content of the first ROW chunk and repeated (like
+  a repeated lead-in: ``metadata.title_repeated``) at the top of every later row chunk and of
+  the schema chunk, which then comes after the rows: every chunk says which table it is.
 
 Fallback: a table block without cells becomes one ``table`` chunk of its text
 (``table_format`` ``text``); a structured table without data rows becomes one ``table``
@@ -37,20 +50,23 @@ chunk holding its header line.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from itertools import accumulate
 from operator import itemgetter
 from typing import Any
 
 from longparser.budget import Budget
-from longparser.build import LINE_SEPARATOR, Draft, part
-from longparser.cutting import split_spans
+from longparser.build import LINE_SEPARATOR, Draft, Part, TableRows
+from longparser.cutting import sentence_starts
 from longparser.prepare import Rec
 from longparser.sections import Section, TableSeg
 from longparser.tables import Grid, column_profiles
 from schemas import ChunkingConfig
 
+PACKED_SEPARATOR = "\n\n"
 BAND_WIDTH = 12
 SAMPLE_ROWS = 5
+TITLE_NAME_WORDS = 3  # "Table 1:", "TABLE S2.": a first sentence this short only names the table
+_HEADED_FORMATS = frozenset({"pipe", "markdown"})
 
 
 def column_bands(n_cols: int, threshold: int) -> list[tuple[list[int], list[int] | None]]:
@@ -64,19 +80,60 @@ def column_bands(n_cols: int, threshold: int) -> list[tuple[list[int], list[int]
     return bands
 
 
-def render_rows(grid: Grid, cols: list[int], fmt: str, rows: list[list[str]]) -> list[str]:
-    """Render data rows (numbered from 1) over the columns ``cols``."""
+def _escape_braces(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def _markdown_cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_rows(grid: Grid, cols: list[int], fmt: str, rows: list[list[str]], first: int = 1) -> list[str]:
+    """Render data rows (numbered from ``first``) over the columns ``cols``."""
     pick = itemgetter(*cols) if len(cols) > 1 else (lambda row: (row[cols[0]],))
     if fmt == "pipe":
         return [" | ".join(pick(row)) for row in rows]
+    if fmt == "markdown":
+        return ["| " + " | ".join(map(_markdown_cell, pick(row))) + " |" for row in rows]
+    if fmt == "labelled":
+        others = [c for c in cols if c not in grid.label_columns]
+        template = _labelled_template(grid, others)
+        return [f"{grid.label(row) or f'Row {number}'}: " + template.format(*[row[c] for c in others])
+                for number, row in enumerate(rows, start=first)]
     # One str.format per row instead of a join over key=value pieces; braces in column names
     # are escaped, so the template has exactly one field per column after the number.
     template = "Row {}: " + "; ".join(_escape_braces(grid.columns[c]) + "={}" for c in cols)
-    return [template.format(number, *pick(row)) for number, row in enumerate(rows, start=1)]
+    return [template.format(number, *pick(row)) for number, row in enumerate(rows, start=first)]
 
 
-def _escape_braces(text: str) -> str:
-    return text.replace("{", "{{").replace("}", "}}")
+def _labelled_template(grid: Grid, cols: list[int]) -> str:
+    """``name={}; ...`` over ``cols``; consecutive columns under one spanning header written
+    once under it: ``% of Total: Train={}, Test={}``."""
+    groups = grid.groups or [""] * len(grid.columns)
+    pieces: list[str] = []
+    previous = ""
+    for c in cols:
+        group, name = groups[c], grid.columns[c]
+        if group:
+            sub = _escape_braces(name[len(group) + 3 :] if name.startswith(group + " / ") else name) + "={}"
+            if group == previous:
+                pieces[-1] += ", " + sub
+            else:
+                pieces.append(f"{_escape_braces(group)}: {sub}")
+        else:
+            pieces.append(_escape_braces(name) + "={}")
+        previous = group
+    return "; ".join(pieces)
+
+
+def header_line(grid: Grid, cols: list[int], fmt: str) -> str:
+    """The line naming the columns above a batch ("" for formats that name them in each row)."""
+    if fmt == "pipe":
+        return " | ".join([grid.columns[c] for c in cols])
+    if fmt == "markdown":
+        names = [_markdown_cell(grid.columns[c]) for c in cols]
+        return "| " + " | ".join(names) + " |\n|" + "---|" * len(cols)
+    return ""
 
 
 def _meta(
@@ -86,180 +143,183 @@ def _meta(
             "row_end": rows[1] if rows else None, "col_band": band, "table_format": fmt}
 
 
-def _row_label(fmt: str, number: int) -> str:
-    return f"Row {number}: " if fmt == "row_record" else ""
+class _Batcher:
+    """Row batches of one column band (see the module doc)."""
 
+    def __init__(self, rec: Rec, grid: Grid, cols: list[int], band: list[int] | None,
+                 openings: tuple[list[Part], list[Part]], section: Section, config: ChunkingConfig,
+                 budget: Budget) -> None:
+        fmt = config.table_chunk_format
+        self.rec, self.grid, self.cols, self.band, self.fmt = rec, grid, cols, band, fmt
+        self.first_opening, self.opening = openings
+        self.section = section
+        self.lines = render_rows(grid, cols, fmt, grid.rows)
+        counter = budget.counter
+        self.units = counter.measure(self.lines)
+        self.sums = [0, *accumulate(self.units)]
+        self.opening_tokens = sum(counter.count_joined(p.text, (p.units,)) for p in self.opening)
+        self.first_tokens = sum(counter.count_joined(p.text, (p.units,)) for p in self.first_opening)
+        self.tokens = [counter.count_joined(line, (n,))
+                       for line, n in zip(self.lines, self.units, strict=True)]
+        self.rows_per_chunk = config.table_rows_per_chunk
+        self.fits = budget.packer(lambda rows: self.draft(rows[0], rows[-1] + 1))
 
-def _row_pieces(
-    grid: Grid, cols: list[int], fmt: str, number: int, budget: Budget, draft_of: Callable[..., Draft]
-) -> list[tuple[list[int], str, str]]:
-    """Strict mode: one row too long for a chunk, as ``(columns, head, line)`` pieces that each
-    fit, every piece repeating the row's label (its number; in pipe format its key cell, column
-    ``cols[0]``) and the names of its columns. A single cell too long even so is cut, each cut
-    under the label and the column's name again."""
-    row = grid.rows[number - 1]
-
-    def fits(head: str, line: str) -> bool:
-        return budget.fits(draft_of(head, [line], [budget.measure(line)], (number, number), None))
-
-    def render(group: list[int], values: dict[int, str] | None = None) -> tuple[str, str]:
-        values = values or {}
-        texts = [values.get(c, row[c]) for c in group]
-        if fmt == "pipe":
-            return " | ".join(grid.columns[c] for c in group), " | ".join(texts)
-        return "", _row_label(fmt, number) + "; ".join(
-            f"{grid.columns[c]}={text}" for c, text in zip(group, texts, strict=True))
-
-    key = [cols[0]] if fmt == "pipe" and fits(*render(cols[:1])) else []
-    pieces: list[tuple[list[int], str, str]] = []
-    group = list(key)
-    for c in cols[len(key):]:
-        if fits(*render([*group, c])):
-            group.append(c)
-            continue
-        if len(group) > len(key):
-            pieces.append((group, *render(group)))
-        group = [*key, c]
-        if not fits(*render(group)):  # one cell too long: cut its value
-            pieces.extend(_cell_pieces(row[c], grid.columns[c], group, c, render, fits, budget))
-            group = list(key)
-    if len(group) > len(key) or not pieces or (key and not any(key[0] in cols_ for cols_, _, _ in pieces)):
-        pieces.append((group, *render(group)))  # what is left, or the key cell if no piece showed it
-    return pieces
-
-
-def _cell_pieces(value: str, name: str, group: list[int], c: int, render: Callable[..., tuple[str, str]],
-                 fits: Callable[[str, str], bool], budget: Budget) -> list[tuple[list[int], str, str]]:
-    """One cell's value cut under its row label and column name (``group`` with the key); when
-    even that leaves no room, the column name (content too: it must appear) comes first on its
-    own, then the value bare (repeated context gives way to content)."""
-    for columns in (group, [c]) if value.strip() else ():
-        spans = split_spans(value, lambda v, columns=columns: fits(*render(columns, {c: v})), budget.counter)
-        if spans is not None:
-            return [(columns, *render(columns, {c: value[s:e]})) for s, e in spans]
-    pieces = []
-    for text in (name, value) if value.strip() else (name,):
-        spans = split_spans(text, lambda v: fits("", v), budget.counter)
-        if spans is None:  # not a character beside the full breadcrumb: whole, for the strict fit,
-            pieces.append(([c], "", text))  # which shortens the breadcrumb, then drops it, to cut it
-            continue
-        pieces.extend(([c], "", text[s:e]) for s, e in spans)
-    return pieces
-
-
-def _row_drafts(
-    rec: Rec, grid: Grid, section: Section, config: ChunkingConfig, budget: Budget
-) -> list[Draft]:
-    """Row batches per column band; in strict mode a row that does not fit alone is cut into
-    pieces (:func:`_row_pieces`), each its own chunk."""
-    fmt, counter = config.table_chunk_format, budget.counter
-    drafts: list[Draft] = []
-
-    def draft_of(head: str, lines: list[str], units: list[int], rows: tuple[int, int],
-                 band: list[int] | None) -> Draft:
-        body = part(rec, LINE_SEPARATOR.join(lines), sum(units), LINE_SEPARATOR)
-        head_part = part(rec, head, budget.measure(head)) if head else None
-        parts = [head_part, body] if head_part else [body]
-        draft = Draft(parts, "table", section, _meta(rec, fmt, rows, band))
-        draft.head = head_part
+    def draft(self, i: int, j: int) -> Draft:
+        """The draft of rows ``i..j-1``: its opening parts (the first batch's own, the others'
+        repeated), then one part holding the rows."""
+        lines = self.lines[i:j]
+        opening = self.first_opening if i == 0 else self.opening
+        body = Part(self.rec, LINE_SEPARATOR.join(lines), self.sums[j] - self.sums[i],
+                    LINE_SEPARATOR if opening else "", rows=TableRows(self.grid, self.cols, i, lines))
+        meta = _meta(self.rec, self.fmt, (i + 1, j), self.band)
+        draft = Draft([*opening, body], "table", self.section, meta)
+        draft.table_header = tuple(self.opening)
         return draft
 
+    def batches(self) -> list[Draft]:
+        """The batches, each sized with the opening it has."""
+        drafts: list[Draft] = []
+        start, running = 0, self.first_tokens
+        for i in range(len(self.lines)):
+            held = i - start
+            if held and (held >= self.rows_per_chunk
+                         or not self.fits(range(start, i), i, running + self.tokens[i])):
+                drafts.append(self.draft(start, i))
+                start, running = i, self.opening_tokens
+            running += self.tokens[i]
+        if start < len(self.lines):
+            drafts.append(self.draft(start, len(self.lines)))
+        return drafts
+
+
+def _row_drafts(rec: Rec, grid: Grid, titles: tuple[Part, Part] | None, section: Section,
+                config: ChunkingConfig, budget: Budget) -> list[Draft]:
+    """Row batches per column band, each opening with the table's title and header line: the
+    first batch of the table with the title as its own content (``titles[0]``) and of each band
+    with its header line as its own content (the column names), the others repeating them
+    (``titles[1]``, the title's first sentence)."""
+    fmt = config.table_chunk_format
+    drafts: list[Draft] = []
     for cols, band in column_bands(len(grid.columns), config.wide_table_col_threshold):
-        lines = render_rows(grid, cols, fmt, grid.rows)
-        head = " | ".join([grid.columns[c] for c in cols]) if fmt == "pipe" else ""
-        units = counter.measure(lines)
-        tokens = [counter.join(line, (n,)) for line, n in zip(lines, units, strict=True)]
-        head_units = [budget.measure(head)] if head else []
-        head_tokens = counter.join(head, head_units) if head else 0
-
-        def batch(i: int, j: int, head: str = head, lines: list[str] = lines, units: list[int] = units,
-                  band: list[int] | None = band) -> Draft:
-            return draft_of(head, lines[i:j], units[i:j], (i + 1, j), band)
-
-        def fits(i: int, j: int, summed: int, batch: Callable[[int, int], Draft] = batch,
-                 units: list[int] = units, head_units: list[int] = head_units) -> bool:
-            """Rows i..j-1 under the header line: DEC-04's sum, or (strict) the emitted count."""
-            if not budget.strict:
-                return summed <= budget.max_tokens
-            known = budget.fits_units([*head_units, sum(units[i:j])], section.path)
-            return budget.fits(batch(i, j)) if known is None else known
-
-        start, held, running = 0, 0, 0
-        for i in range(len(lines)):
-            if budget.strict and not fits(i, i + 1, 0):  # a row too long even alone
-                if held:
-                    drafts.append(batch(start, i))
-                    held = 0
-                drafts.extend(draft_of(piece_head, [line], [budget.measure(line)], (i + 1, i + 1),
-                                       [group[0], group[-1]])
-                              for group, piece_head, line in _row_pieces(grid, cols, fmt, i + 1, budget,
-                                                                         draft_of))
-                continue
-            if held and (held >= config.table_rows_per_chunk or not fits(start, i + 1, running + tokens[i])):
-                drafts.append(batch(start, i))
-                held = 0
-            if held == 0:
-                start, running = i, head_tokens
-            running += tokens[i]
-            held += 1
-        if held:
-            drafts.append(batch(start, len(lines)))
+        repeated = [titles[1]] if titles is not None else []
+        own = [titles[0] if not drafts else titles[1]] if titles is not None else []
+        if fmt in _HEADED_FORMATS:
+            head = header_line(grid, cols, fmt)
+            line = Part(rec, head, budget.measure(head), LINE_SEPARATOR if repeated else "", True)
+            repeated.append(line)
+            own.append(line._replace(repeated=False))
+        drafts.extend(_Batcher(rec, grid, cols, band, (own, repeated), section, config, budget).batches())
     return drafts
 
 
-def _schema_draft(rec: Rec, grid: Grid, section: Section, fmt: str, budget: Budget) -> Draft:
-    """Counts, column types and null rates, and up to :data:`SAMPLE_ROWS` sample rows: in strict
-    mode as many as fit (possibly none; the description itself is then cut by the fit stage).
-
-    One part per line after the description, so that fewer samples need no new count.
-    """
+def _schema_draft(rec: Rec, grid: Grid, title: Part | None, section: Section, fmt: str,
+                  budget: Budget) -> Draft:
+    """Counts, column types and null rates, and up to :data:`SAMPLE_ROWS` sample rows (the fit
+    stage shows fewer where a maximum holds: one part per sample line, the last ones)."""
     profiles = column_profiles(grid)
     described = "; ".join(f"{p['name']} ({p['type']}, {round(p['null_rate'] * 100)}% null)" for p in profiles)
     description = (f"Table schema: {len(grid.rows)} data rows, {len(grid.columns)} columns.\n"
                    f"Columns: {described}\nSample rows:")
-    samples = render_rows(grid, list(range(len(grid.columns))), fmt, grid.rows[:SAMPLE_ROWS])
-    head = [" | ".join(grid.columns)] if fmt == "pipe" and samples else []
-    lines = [*head, *samples]
-    units = budget.counter.measure([description, *lines])
-    parts = [part(rec, description, units[0])] + [
-        part(rec, line, n, LINE_SEPARATOR) for line, n in zip(lines, units[1:], strict=True)]
+    columns = list(range(len(grid.columns)))
+    samples = render_rows(grid, columns, fmt, grid.rows[:SAMPLE_ROWS])
+    head = [header_line(grid, columns, fmt)] if fmt in _HEADED_FORMATS and samples else []
+    units = budget.counter.measure([description, *head, *samples])
+    parts = [*([title] if title is not None else []), Part(rec, description, units[0], LINE_SEPARATOR)]
+    parts += [Part(rec, line, n, LINE_SEPARATOR, True)
+              for line, n in zip(head, units[1 : 1 + len(head)], strict=True)]
+    parts += [Part(rec, line, n, LINE_SEPARATOR)
+              for line, n in zip(samples, units[1 + len(head):], strict=True)]
     meta: dict[str, Any] = {"table_block_id": rec.block_id, "n_rows": len(grid.rows),
-                            "n_cols": len(grid.columns), "columns": profiles, "table_format": fmt}
-    draft = Draft(parts, "table_schema", section, meta)
-    shown = len(samples)
-    while budget.strict and shown > 0 and not budget.fits(draft):
-        shown -= 1
-        draft.parts = parts[: 1 + (len(head) if shown else 0) + shown]
-    meta["sample_rows"] = shown
-    return draft
+                            "n_cols": len(grid.columns), "columns": profiles, "table_format": fmt,
+                            "sample_rows": len(samples)}
+    return Draft(parts, "table_schema", section, meta)
 
 
-def _with_caption(draft: Draft, seg: TableSeg) -> None:
-    """Attach the caption to the table's first draft: its text first, on its own line."""
-    cap = seg.caption
-    if cap is None:
-        return
+def title_label(text: str) -> str:
+    """What later chunks repeat of a table's title: its first sentence that says more than the
+    table's name ("Table 1: DocLayNet dataset overview." of a title and its legend)."""
+    stripped = text.strip()
+    for start in sentence_starts(stripped)[1:]:
+        head = stripped[:start].rstrip()
+        if len(head.split()) > TITLE_NAME_WORDS:
+            return head
+    return stripped
+
+
+def _opened_by(title: Part, draft: Draft) -> None:
+    """Put ``title`` (primary) on its own line at the top of ``draft``."""
     first, *rest = draft.parts
-    draft.parts = [part(cap, cap.text, cap.units), first.after(LINE_SEPARATOR), *rest]
-    draft.meta["caption_block_id"] = cap.block_id
+    draft.parts = [title, first.after(LINE_SEPARATOR), *rest]
 
 
-def _whole(rec: Rec, text: str, kind: str, section: Section, meta: dict[str, Any], budget: Budget) -> Draft:
-    """A draft of one piece of text (the table's own text, a header line, a schema)."""
-    return Draft([part(rec, text, budget.measure(text))], kind, section, meta)
+def _whole(rec: Rec, text: str, section: Section, meta: dict[str, Any], budget: Budget) -> Draft:
+    """A table draft of one piece of text (the table's own text, a header line)."""
+    return Draft([Part(rec, text, budget.measure(text))], "table", section, meta)
 
 
 def table_drafts(seg: TableSeg, section: Section, config: ChunkingConfig, budget: Budget) -> list[Draft]:
-    """All drafts of one table block, in emission order."""
-    rec, grid = seg.table, seg.table.grid
+    """All drafts of one table block, in emission order (see the module doc)."""
+    rec, grid, title_rec = seg.table, seg.table.grid, seg.caption
     fmt = config.table_chunk_format
-    if grid is None:
-        drafts = [_whole(rec, rec.text, "table", section, _meta(rec, "text"), budget)]
-    else:
-        drafts = [_schema_draft(rec, grid, section, fmt, budget)] if config.generate_schema_chunks else []
-        if grid.rows:
-            drafts.extend(_row_drafts(rec, grid, section, config, budget))
-        else:
-            drafts.append(_whole(rec, " | ".join(grid.columns), "table", section, _meta(rec, fmt), budget))
-    _with_caption(drafts[0], seg)
+    title = None if title_rec is None else Part(title_rec, title_rec.text, title_rec.units)
+    if grid is None or not grid.rows:
+        text = rec.text if grid is None else header_line(grid, list(range(len(grid.columns))), "pipe")
+        drafts = [_whole(rec, text, section, _meta(rec, "text" if grid is None else fmt), budget)]
+        if grid is not None and config.generate_schema_chunks:
+            drafts.insert(0, _schema_draft(rec, grid, None, section, fmt, budget))
+        if title is not None:
+            _opened_by(title, drafts[0])
+        return drafts
+    if not config.table_titles:
+        drafts = _row_drafts(rec, grid, None, section, config, budget)
+        if config.generate_schema_chunks:
+            drafts.insert(0, _schema_draft(rec, grid, None, section, fmt, budget))
+        if title is not None:
+            _opened_by(title, drafts[0])
+        return drafts
+    repeated = None
+    if title is not None:
+        label = title_label(title.text)
+        repeated = title._replace(text=label, units=budget.measure(label), repeated=True)
+    drafts = _row_drafts(rec, grid, None if title is None else (title, repeated), section, config, budget)
+    if config.generate_schema_chunks:
+        drafts.append(_schema_draft(rec, grid, repeated, section, fmt, budget))
     return drafts
+
+
+def _packed(tables: list[Draft]) -> Draft:
+    """Whole tables' drafts as one draft, each table after a blank line."""
+    first = tables[0]
+    parts = list(first.parts)
+    for draft in tables[1:]:
+        head, *rest = draft.parts
+        parts += [head.after(PACKED_SEPARATOR), *rest]
+    meta = {**first.meta, "row_start": None, "row_end": None, "col_band": None,
+            "table_block_ids": [draft.meta["table_block_id"] for draft in tables]}
+    return Draft(parts, "table", first.section, meta)
+
+
+def pack_tables(tables: list[list[Draft]], budget: Budget) -> list[Draft]:
+    """With ``pack_tables``: consecutive tables (nothing between them) that each make a single
+    chunk are packed together while they fit, like paragraphs (a spreadsheet or a form converted
+    as many small tables: a label table beside its value table). ``tables``: each table's drafts,
+    in order; a table of more than one chunk is never packed."""
+    counter = budget.counter
+    fits = budget.packer(_packed)
+    out: list[Draft] = []
+    group: list[Draft] = []
+    running = 0
+    for drafts in tables:
+        whole = drafts[0] if len(drafts) == 1 and drafts[0].kind == "table" else None
+        tokens = whole.tokens(counter) if whole is not None else 0
+        if group and (whole is None or not fits(group, whole, running + tokens)):
+            out.append(group[0] if len(group) == 1 else _packed(group))
+            group, running = [], 0
+        if whole is None:
+            out.extend(drafts)
+            continue
+        group.append(whole)
+        running += tokens
+    if group:
+        out.append(group[0] if len(group) == 1 else _packed(group))
+    return out

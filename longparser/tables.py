@@ -10,13 +10,20 @@ Decisions (docs/chunking.md has the rules):
 * A spanning cell's text is repeated in every position it covers (a row-spanning "Region"
   then names every row it covers, so each row record stands alone; a column-spanning
   header names every column under it). Where cells overlap, the first cell wins.
-* Header rows are the rows covered by any ``column_header`` cell. Without flags: the first
-  row, and each following row that holds no number in a column that is numeric below it
-  (a sub-header such as ``Train | Test | % of Total`` under a spanning title), while such a
-  column exists and a data row is left; a year is a number like any other (a row of years is
-  data). A column's name is its header rows' distinct non-empty texts joined by `` / ``
-  (``Revenue / 2024``), or ``col_<i>`` (its 0-based column index) when empty. Duplicate names
-  are kept as given.
+* Header rows are the rows covered by any ``column_header`` cell (docling's flags). Without
+  flags (and unless inference is off): the first row, and every row after it up to the first
+  row that is at least half numeric (half of its cells that hold something are figures: a
+  digit and no letter, so ``7,015``, ``84-89`` and ``4.68 (2.22–9.87)``; placeholders such as
+  ``n/a`` and ``-`` hold nothing), when that row
+  comes within the first :data:`MAX_HEADER_ROWS` + 1 rows; a table with no such row (all
+  text), or with one further down, has the first row alone as its header. So a deep header
+  (a title row, a group row, a unit row) names every column, and a row of figures (years
+  included) is data. With inference off and no flags there is no header row. A column's name
+  is its header rows' distinct non-empty texts joined by `` / `` (``Revenue / 2024``), or
+  ``col_<i>`` (its 0-based column index) when empty. Duplicate names are kept as given.
+* A row's label says which row it is: the texts of its row-header cells (``row_header``
+  flags: the columns holding a flagged cell), else its first column's text (the first column
+  whose texts differ from row to row: a column of one repeated mark labels nothing).
 * Cell text is stripped; in a cell holding a line break, tab or other non-printable
   character, every whitespace run becomes a single space (a cell must not break a row's
   line); other cells keep their inner spacing as given.
@@ -50,18 +57,45 @@ _NUMBER = r"(?:[-+−]?[ ]*[$€£]?[ ]*[-+−]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)[ ]*
 _DATE_COLUMN_RE = re.compile(f"{_DATE}(?:\n{_DATE})*")
 _NUMBER_COLUMN_RE = re.compile(f"{_NUMBER}(?:\n{_NUMBER})*")
 _DIGITS_TO_ZERO = str.maketrans("123456789", "000000000")
+_DIGIT = re.compile(r"\d")
+_LETTER = re.compile(r"[^\W\d_]")  # any script's letters
+_PLACEHOLDERS = frozenset({"-", "–", "—", "n/a", "na", "n.a.", "…", "...", "*", "x", "?"})
+
+
+MAX_HEADER_ROWS = 6
 
 
 @dataclass(slots=True)
 class Grid:
-    """A table as rows of cell texts."""
+    """A table as rows of cell texts.
+
+    Attributes:
+        columns: each column's name.
+        rows: the data rows, in order, as cell texts.
+        label_columns: the columns whose texts label a row (its row-header cells, else column 0).
+        groups: each column's first header text when its name joins several (a spanning header
+            over sub-headers: ``Count`` of ``Count / Train``), else "" (None: no column has one).
+    """
 
     columns: list[str]
-    rows: list[list[str]]  # data rows only, in order
+    rows: list[list[str]]
+    label_columns: list[int]
+    groups: list[str] | None = None  # each column's first header text when it has several, else ""
+
+    def label(self, row: list[str]) -> str:
+        """The row's label: the distinct texts of its label columns, joined by `` / ``."""
+        texts: list[str] = []
+        for c in self.label_columns:
+            if row[c] and row[c] not in texts:
+                texts.append(row[c])
+        return " / ".join(texts)
 
 
 _ROW, _COL, _TEXT = itemgetter("row_index"), itemgetter("col_index"), itemgetter("text")
 _ROW_SPAN, _COL_SPAN, _HEADER = itemgetter("row_span"), itemgetter("col_span"), itemgetter("column_header")
+
+
+_ROW_HEADER = itemgetter("row_header")  # validated cells always have it (default False)
 
 
 def clean_texts(texts: list[str | None]) -> list[str]:
@@ -126,34 +160,52 @@ def _flagged_rows(cells: Sequence[TableCell], row_ids: Sequence[int]) -> list[in
     return sorted(flagged)
 
 
-def _is_number(value: str) -> bool:
-    return _all_match(_NUMBER_COLUMN_RE, value)
+def _is_figure(value: str) -> bool:
+    """A figure: a digit and no letter (``7,015``, ``84-89``, ``4.68 (2.22–9.87)``, ``±0.3``)."""
+    return _DIGIT.search(value) is not None and _LETTER.search(value) is None
+
+
+def _half_numeric(row: list[str]) -> bool:
+    """At least half of the row's cells that hold something are figures (placeholders such as
+    ``n/a`` or ``-`` hold nothing)."""
+    values = [value for value in row if value and value.lower() not in _PLACEHOLDERS]
+    return bool(values) and 2 * sum(map(_is_figure, values)) >= len(values)
 
 
 def _inferred_header_rows(grid: list[list[str]]) -> list[int]:
-    """Without flags: row 0, then each next row with no number where the rows below are numeric.
-
-    The columns of the row's own numbers are typed first: a data row (the usual case) is
-    recognised by one column's type, without typing the whole table.
-    """
-    header = [0]
-    for r in range(1, len(grid) - 1):  # a data row must be left
-        below = grid[r + 1 :]
-
-        def numeric_below(c: int, below: list[list[str]] = below) -> bool:
-            return guess_type([row[c] for row in below if row[c]]) == "number"
-
-        row = grid[r]
-        if any(numeric_below(c) for c, value in enumerate(row) if value and _is_number(value)):
-            break  # a number above a numeric column: data
-        if not any(numeric_below(c) for c, value in enumerate(row) if not (value and _is_number(value))):
-            break  # no numeric column to tell a header from data
-        header.append(r)
-    return header
+    """Without flags: row 0, then the rows before the first half-numeric row (see the module doc)."""
+    for r in range(1, min(len(grid), MAX_HEADER_ROWS + 1)):
+        if _half_numeric(grid[r]):
+            return list(range(r))
+    return [0]
 
 
-def build_grid(cells: Sequence[TableCell]) -> Grid:
-    """Grid of a structured table from its (non-empty) cells.
+def _label_columns(cells: Sequence[TableCell], col_ids: Sequence[int], header_rows: set[int],
+                   row_ids: Sequence[int]) -> list[int]:
+    """Grid columns holding a ``row_header`` cell outside the header rows (empty when none)."""
+    return sorted({bisect_left(col_ids, cell["col_index"]) for cell in filter(_ROW_HEADER, cells)
+                   if bisect_left(row_ids, cell["row_index"]) not in header_rows})
+
+
+def _first_telling_column(rows: list[list[str]]) -> int:
+    """The first column that does not repeat one text in every row that has one (a column of
+    check marks tells no row from another); 0 when every column does."""
+    for c in range(len(rows[0]) if rows else 0):
+        seen, repeats = "", 0
+        for row in rows:  # usually decided by the second row
+            text = row[c]
+            if text and seen and text != seen:
+                return c
+            if text:
+                seen, repeats = text, repeats + 1
+        if repeats < 2:
+            return c
+    return 0
+
+
+def build_grid(cells: Sequence[TableCell], infer_header: bool = True) -> Grid:
+    """Grid of a structured table from its (non-empty) cells (``infer_header``: header rows are
+    inferred when no cell is flagged, see the module doc).
 
     Only the rows and columns where some cell starts exist: a cell at row 10**9 costs one row,
     not a billion (the grid's size is bounded by the number of cells). Each cell's text fills
@@ -177,8 +229,8 @@ def build_grid(cells: Sequence[TableCell]) -> Grid:
         flat = list(map(filled.get, range(len(row_ids) * len(col_ids)), repeat("")))
     width = len(col_ids)
     grid = [flat[k : k + width] for k in range(0, len(flat), width)]
-    header_rows = _flagged_rows(cells, row_ids) or _inferred_header_rows(grid)
-    columns = []
+    header_rows = _flagged_rows(cells, row_ids) or (_inferred_header_rows(grid) if infer_header else [])
+    columns, groups = [], []
     for c, index in enumerate(col_ids):
         parts: list[str] = []
         for r in header_rows:
@@ -186,8 +238,11 @@ def build_grid(cells: Sequence[TableCell]) -> Grid:
             if text and text not in parts:
                 parts.append(text)
         columns.append(" / ".join(parts) or f"col_{index}")
+        groups.append(parts[0] if len(parts) > 1 else "")
     skip = set(header_rows)
-    return Grid(columns, [row for r, row in enumerate(grid) if r not in skip and any(row)])
+    data = [row for r, row in enumerate(grid) if r not in skip and any(row)]
+    label_columns = _label_columns(cells, col_ids, skip, row_ids) if any(map(_ROW_HEADER, cells)) else []
+    return Grid(columns, data, label_columns or [_first_telling_column(data)], groups)
 
 
 def _all_match(pattern: re.Pattern[str], values: str) -> bool:

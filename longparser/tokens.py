@@ -4,15 +4,15 @@ Texts are measured once, in batches, and a chunk's count is derived from the mea
 pieces. A counter provides:
 
 * ``measure(texts)``: each text's *units*, a measure that adds up when texts are joined with
-  whitespace (the DEC-04 estimate's whitespace words; a WordPiece tokenizer's tokens without
+  whitespace (the word estimate's whitespace words; a WordPiece tokenizer's tokens without
   its special tokens). A counter that has no such measure returns its counts;
-* ``join(text, units)``: the count of ``text``, the whitespace-join of pieces that measured
-  ``units``. An additive counter (``additive``) computes it from the units alone, so nothing is
+* ``count_joined(text, units)``: the count of ``text``, the whitespace-join of pieces that
+  measured ``units``. An additive counter (``additive``) computes it from the units alone, so nothing is
   counted twice and a caller may pass any text; any other counter counts ``text``;
 * ``fitting_prefix(text, budget)``: the length, in characters, of the longest prefix of
   ``text`` counting at most ``budget`` (how a single over-long word is cut in strict mode).
 
-The default is the DEC-04 estimate, ``max(1, int(words * 1.33))`` with ``words`` the
+The default is the word estimate, ``max(1, int(words * 1.33))`` with ``words`` the
 whitespace-separated words of the text. It is an estimate of the embedding tokenizer's count,
 not that count: it truncates, so per-block counts may not add up to the joined text's count.
 """
@@ -41,7 +41,7 @@ class TokenCounter(Protocol):
         """Each text's units (additive over whitespace joins for an additive counter)."""
         ...
 
-    def join(self, text: str, units: Sequence[int]) -> int:
+    def count_joined(self, text: str, units: Sequence[int]) -> int:
         """The count of ``text``, the whitespace-join of pieces that measured ``units``."""
         ...
 
@@ -52,11 +52,11 @@ class TokenCounter(Protocol):
 
 def count(counter: TokenCounter, text: str) -> int:
     """One text's count."""
-    return counter.join(text, counter.measure((text,)))
+    return counter.count_joined(text, counter.measure((text,)))
 
 
 def word_count(text: str) -> int:
-    """Whitespace words of ``text``: exactly ``len(text.split())``, the unit of the DEC-04 estimate.
+    """Whitespace words of ``text``: exactly ``len(text.split())``, the unit of the word estimate.
 
     ASCII text is counted on its bytes by one translate and one substring count, without
     building a string per word; other text (whose whitespace may be non-ASCII) is split.
@@ -68,7 +68,7 @@ def word_count(text: str) -> int:
 
 
 def estimate_for_words(words: int) -> int:
-    """DEC-04 estimate of a text of ``words`` whitespace words (at least 1)."""
+    """The word estimate of a text of ``words`` whitespace words (at least 1)."""
     return max(1, int(words * TOKENS_PER_WORD))
 
 
@@ -87,7 +87,7 @@ def bisect_prefix(counter: TokenCounter, text: str, budget: int) -> int:
 
 
 class EstimateCounter:
-    """The DEC-04 estimate: ``max(1, int(whitespace words x 1.33))``; units are words."""
+    """The word estimate: ``max(1, int(whitespace words x 1.33))``; units are words."""
 
     name = ESTIMATE_NAME
     additive = True
@@ -95,7 +95,7 @@ class EstimateCounter:
     def measure(self, texts: Sequence[str]) -> list[int]:
         return list(map(word_count, texts))
 
-    def join(self, text: str, units: Sequence[int]) -> int:
+    def count_joined(self, text: str, units: Sequence[int]) -> int:
         return estimate_for_words(sum(units))
 
     def fitting_prefix(self, text: str, budget: int) -> int:
@@ -129,7 +129,7 @@ class CallableCounter:
     def measure(self, texts: Sequence[str]) -> list[int]:
         return list(map(self.function, texts))
 
-    def join(self, text: str, units: Sequence[int]) -> int:
+    def count_joined(self, text: str, units: Sequence[int]) -> int:
         return self.function(text)
 
     def fitting_prefix(self, text: str, budget: int) -> int:
@@ -138,9 +138,3 @@ class CallableCounter:
 
 ESTIMATE = EstimateCounter()
 
-
-def as_counter(counter: TokenCounter | Callable[[str], int]) -> TokenCounter:
-    """``counter`` itself when it has the counter interface, else a plain function wrapped."""
-    if all(hasattr(counter, name) for name in ("measure", "join", "fitting_prefix")):
-        return counter  # type: ignore[return-value]
-    return CallableCounter(counter)  # type: ignore[arg-type]

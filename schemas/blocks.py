@@ -108,6 +108,8 @@ class TableCell(TypedDict, total=False):
     col_span: Annotated[ColSpan, Field(default=1)]
     text: Annotated[UnicodeText | None, Field(default="")]
     column_header: Annotated[bool, Field(default=False)]
+    # the cell labels its row (docling's ``row_header``): a row's label is its row-header cells
+    row_header: Annotated[bool, Field(default=False)]
 
 
 # A table's grid has one row per distinct row index and one column per distinct column index

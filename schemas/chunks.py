@@ -43,7 +43,10 @@ class SemanticStats(BaseModel):
 
     requested: bool = False
     available: bool = False
+    # boundaries between the emitted chunks (a boundary a merge or a heading undid is not one)
     boundaries: int = 0
+    # boundaries the method found, before packing and merging (None: semantic mode did not run)
+    boundaries_found: int | None = None
     texts_embedded: int = 0
     method: str | None = None
     model: str | None = None

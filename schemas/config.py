@@ -9,7 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-TableChunkFormat = Literal["row_record", "pipe"]
+TableChunkFormat = Literal["row_record", "pipe", "markdown", "labelled"]
+OverlapUnit = Literal["paragraph", "sentence"]
 # The two counters every process has; any other token_counter names a tokenizer (docs/tokenizers.md).
 BUILTIN_COUNTERS = ("estimate", "model")
 # A tokenizer a worker fleet declares (LONGPARSER_TOKENIZERS) is named like this: no dot, no slash,
@@ -23,15 +24,20 @@ MODEL_WINDOW = 256
 # The settings recommended for the pinned 256-token model: the README shows them, the retrieval
 # benchmark's "recommended" row runs them (docs/retrieval-benchmark.md), the fit preset applies
 # them with its own tokenizer and window (fit_config), and a unit test holds the README to this
-# mapping. Changed only on the benchmark's dev split.
+# mapping. Changed only on the benchmark's dev split (bench/README.md has the ablations each
+# choice rests on).
 RECOMMENDED_CONFIG: Mapping[str, Any] = MappingProxyType({
     "max_tokens": 256,
-    "min_tokens": 50,
+    "min_tokens": 0,
     "strict_max_tokens": True,
     "token_counter": "model",
-    "overlap_max_share": 0.05,
-    "table_chunk_format": "pipe",
+    "overlap_blocks": 0,
+    "table_chunk_format": "labelled",
+    "table_titles": True,
+    "generate_schema_chunks": False,
+    "pack_tables": True,
     "heading_context": True,
+    "breadcrumb_titles": 1,
 })
 # The largest max_tokens the fit preset chooses, whatever the model's window (retrieval prefers
 # chunks of a few hundred tokens even where a model embeds thousands).
@@ -81,11 +87,19 @@ class ChunkingConfig(BaseModel):
     table_chunk_format: TableChunkFormat = "row_record"
     generate_schema_chunks: bool = True
     wide_table_col_threshold: int = Field(default=25, ge=1)
+    # --- tables (docs/chunking.md) ------------------------------------------------------------
+    # A table's title (its caption, or a "Table N" paragraph next to it) opens its first row
+    # chunk and is repeated on every later row chunk and on the schema chunk (then after the rows).
+    table_titles: bool = False
+    # Without header flags, infer the header rows (off: only flagged rows are header rows).
+    table_header_inference: bool = True
+    # Consecutive tables that each make one chunk are packed together while they fit.
+    pack_tables: bool = False
     detect_equations: bool = True
     exclude_headers_footers: bool = True
     # --- budget (docs/strict.md, docs/tokenizers.md) ------------------------------------------
-    # "estimate": DEC-04 (whitespace words x 1.33); "model": the pinned model's own tokenizer;
-    # a tokenizer's declared name (workers) or path (library and CLI only).
+    # "estimate": the word estimate (whitespace words x 1.33); "model": the pinned model's own
+    # tokenizer; a tokenizer's declared name (workers) or path (library and CLI only).
     token_counter: str = "estimate"
     # Every chunk's final text (embed_text with heading_context) counts at most max_tokens.
     strict_max_tokens: bool = False
@@ -98,8 +112,13 @@ class ChunkingConfig(BaseModel):
     # --- context ------------------------------------------------------------------------------
     # Each chunk also gets embed_text: its heading breadcrumb, then its text.
     heading_context: bool = False
-    # Overlap may take at most this share of max_tokens (None: whole paragraphs, as before).
+    # The breadcrumb shows at most this many innermost titles of the section path (None: all).
+    breadcrumb_titles: int | None = Field(default=None, ge=1, le=32)
+    # Overlap may take at most this share of max_tokens, and never a quarter of its chunk or more
+    # (None: whole paragraphs, as before).
     overlap_max_share: float | None = Field(default=None, gt=0.0, le=1.0)
+    # What overlap copies: the previous chunk's last overlap_blocks paragraphs, or sentences.
+    overlap_unit: OverlapUnit = "paragraph"
     # --- semantic boundaries (docs/semantic.md) -----------------------------------------------
     use_semantic_chunking: bool = False
     # "adjacent" (the default, unchanged behaviour), "cohesion", or "recommended" (= cohesion).

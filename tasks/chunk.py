@@ -8,9 +8,9 @@ Failure policy:
 
 * a bad payload (too large, not a ChunkRequest, a semantic request on a worker without the
   model, a tokenizer named by path or not declared, a request the engine refuses for lack of
-  a resource) fails at once with a readable
-  :class:`~tasks.errors.ChunkTaskError` and is never retried; a FAILURE record is stored under
-  the document id so the producer sees why;
+  a resource) fails at once with a readable :class:`~tasks.errors.ChunkTaskError` (or the
+  engine's :class:`~schemas.errors.RequestRefused`) and is never retried; a FAILURE record is
+  stored under the document id so the producer sees why;
 * Redis errors worth waiting out (connection, timeout, LOADING, READONLY, TRYAGAIN, OOM) are
   retried in this process for up to ``LONGPARSER_STORE_RETRY_WINDOW`` seconds; past it the
   message is rejected *with* requeue (and, while Redis is still away, stays unacknowledged for
@@ -34,7 +34,6 @@ from celery.worker.request import Request
 
 from config.settings import Settings
 from longparser import chunk_request
-from longparser.errors import RequestRefused as EngineRefused
 from schemas import ChunkRequest
 from schemas.config import BUILTIN_COUNTERS, is_path_like
 from service.keys import TASK_NAME, is_valid_document_id
@@ -124,13 +123,6 @@ def _prepare(payload: Any, settings: Settings, report: Report) -> ChunkRequest:
     return request
 
 
-def _chunk(request: ChunkRequest, context: WorkerContext) -> Any:
-    try:
-        return chunk_request(request, context.resources)
-    except EngineRefused as exc:
-        raise RequestRefused(str(exc)) from None
-
-
 def run_chunk_job(
     payload: Any,
     context: WorkerContext,
@@ -142,7 +134,8 @@ def run_chunk_job(
     """Validate ``payload``, chunk it, store the record; returns the task's summary.
 
     Raises:
-        ChunkTaskError: bad payload / semantic mismatch / refused / engine failure (record stored).
+        ChunkTaskError: bad payload / semantic mismatch / engine failure (record stored).
+        RequestRefused: the request asks for what this worker cannot serve (record stored).
         StoreUnavailable: Redis stayed away for the whole store retry window (nothing stored).
     """
     started = time.perf_counter()
@@ -157,8 +150,8 @@ def run_chunk_job(
         request = _prepare(payload, context.settings, report)
         blocks = len(request.blocks)
         report("chunking", {"document_id": request.document_id, "blocks": blocks, "chunks": 0})
-        result = _chunk(request, context)
-    except ChunkTaskError as exc:
+        result = chunk_request(request, context.resources)
+    except (ChunkTaskError, RequestRefused) as exc:
         _store_failure(context, document_id, task_id, exc)
         raise
     except Exception as exc:  # engine bug or SoftTimeLimitExceeded: fail visibly, JSON-safe
@@ -227,7 +220,7 @@ def _context(task: Any) -> WorkerContext:
     bind=True,
     acks_late=True,
     reject_on_worker_lost=True,
-    throws=(ChunkTaskError,),
+    throws=(ChunkTaskError, RequestRefused),
     Request=TimeLimitAwareRequest,
 )
 def chunk_document(self: Any, payload: dict[str, Any]) -> dict[str, Any]:

@@ -7,9 +7,17 @@ producer side, which only works cleanly for exceptions constructed from a messag
 
 from __future__ import annotations
 
+from schemas.errors import RequestRefused
+
+__all__ = [
+    "BrokerUnavailable", "ChunkTaskError", "ChunkingFailed", "InvalidPayload", "JobFailed", "JobNotFound",
+    "PayloadTooLarge", "RequestRefused", "ResultTimeout", "SemanticUnavailable", "StoreFull",
+    "StoreUnavailable",
+]
 
 class ChunkTaskError(Exception):
-    """Base of errors a chunking task fails with (never retried)."""
+    """Base of errors a chunking task fails with (never retried); the engine's
+    :class:`~schemas.errors.RequestRefused`, raised as it is, is the other one."""
 
 
 class InvalidPayload(ChunkTaskError):
@@ -22,12 +30,6 @@ class PayloadTooLarge(InvalidPayload):
 
 class SemanticUnavailable(ChunkTaskError):
     """A semantic request reached a worker that does not load the model."""
-
-
-class RequestRefused(ChunkTaskError):
-    """The engine refused the request: this worker's resources cannot serve it as asked (for
-    example the model's token counter without the tokenizer files); the message says what to
-    install."""
 
 
 class ChunkingFailed(ChunkTaskError):

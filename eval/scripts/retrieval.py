@@ -5,7 +5,7 @@
         -o eval/results/retrieval_test.json
 
 Runs what ``longparser evaluate-retrieval FILE -c CONFIG --budget N`` runs (same code, the
-pinned model loaded once) for each configuration, at budgets 512 and 1024 tokens (DEC-04
+pinned model loaded once) for each configuration, at budgets 512 and 1024 tokens (word
 estimate), at the default packing (max_tokens 512, min_tokens 100) and at max_tokens 256 /
 min_tokens 50; four documents per long document.
 """

@@ -41,7 +41,7 @@ from loaders.encoder_backends import backend_model_name
 from loaders.pinned_model import MODEL_NAME, PINNED_SHA256
 from loaders.quality import load_word_list
 from longparser import Resources, chunk_blocks
-from longparser.semantic import adjacent_similarities, section_boundaries
+from longparser.semantic import section_boundaries, unit_rows
 from schemas import ChunkingConfig
 from tests.integration.real_model import (
     RealModel,
@@ -159,7 +159,8 @@ def test_labelled_boundaries_at_the_production_threshold(
     real_model: RealModel, document: dict[str, Any]
 ) -> None:
     blocks, expected = document["blocks"], set(document["boundaries"])
-    similarities = adjacent_similarities(real_model.encoder.encode(blocks)).round(4).tolist()
+    unit = unit_rows(real_model.encoder.encode(blocks))
+    similarities = np.einsum("ij,ij->i", unit[:-1], unit[1:]).round(4).tolist()  # shown on failure
     found, embedded = section_boundaries([blocks], real_model.encoder, THRESHOLD)
     # Both adjacent pairs of the document: boundary iff cosine < 0.3.
     decisions = [(pair + 1 in found[0]) for pair in range(len(blocks) - 1)]
@@ -411,7 +412,7 @@ def test_recommended_chunks_of_a_long_multi_topic_document(real_model: RealModel
     assert result.stats.semantic.boundaries >= len(group) - 1
 
 
-def test_retrieval_recommended_beats_structural_context_precision_on_dev(
+def test_retrieval_recommended_beats_structural_on_dev(
     reference: RealModel, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     reports = {}
@@ -424,8 +425,12 @@ def test_retrieval_recommended_beats_structural_context_precision_on_dev(
                        "--budget", "512", "--json"])  # fmt: skip
         assert status == 0
         reports[name] = json.loads(capsys.readouterr().out)
-    assert reports["recommended"]["context_precision"] > reports["structural"]["context_precision"]
+    # Since small chunks no longer merge across a semantic boundary (rule 7), semantic chunks are
+    # smaller and purer: hit rate .99 and MRR .97 against .76 and .87 structurally; the share of
+    # the 512-token context that is the answer's block (context precision, .37 against .37) is
+    # no longer higher, as more, smaller chunks fill the same budget.
     assert reports["recommended"]["hit_rate"] > reports["structural"]["hit_rate"]
+    assert reports["recommended"]["mrr"] > reports["structural"]["mrr"]
     assert [r["mean_context_tokens"] for r in reports.values()] == [512, 512]  # equal budgets
 
 

@@ -15,7 +15,7 @@ without resources):
   chunk's primary blocks;
 * overlap copies the previous chunk's trailing paragraphs (same section, never tables) without
   citing them; a chunk holding an equation block is an equation chunk; token counts are the
-  DEC-04 estimate of the final text;
+  word estimate of the final text;
 * a split list's later pieces repeat the lead-in without citing it; a table's row chunks cover
   its data rows contiguously from 1 in batches of at most ``table_rows_per_chunk``;
 * the same input twice gives byte-identical result JSON (timings aside), and Block models
@@ -33,6 +33,7 @@ import copy
 import hashlib
 import json
 import os
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -98,7 +99,7 @@ def expected_exclusion(block: dict[str, Any], exclude_headers_footers: bool) -> 
     if block["type"] == "table" and table and table["cells"]:
         return None
     text = block["text"]
-    if not text.strip():
+    if all(c.isspace() or unicodedata.category(c) in ("Cc", "Cf") for c in text):  # nothing visible
         return "blank"
     if all(c in SEPARATOR_CHARS or c.isspace() for c in text):
         return "separator"
@@ -206,7 +207,7 @@ def check_overlap_and_types(
     blocks: list[dict[str, Any]], config: dict[str, Any], result: ChunkResult
 ) -> None:
     """Overlap copies the previous chunk's trailing paragraphs (same section, no tables), never
-    cites them; chunks holding an equation block are equation chunks; token counts are DEC-04."""
+    cites them; chunks holding an equation block are equation chunks; token counts are the word estimate's."""
     by_id = {b["block_id"]: b for b in blocks}
     tables = ("table", "table_schema")
     for index, chunk in enumerate(result.chunks):

@@ -1,6 +1,6 @@
 """Strict mode's invariants over generated documents, counters and budgets (Hypothesis).
 
-For every counter (the DEC-04 estimate, the pinned model's tokenizer, and a stub counter that
+For every counter (the word estimate, the pinned model's tokenizer, and a stub counter that
 is not additive) and ``max_tokens`` in {16, 32, 64, 128, 256}: every chunk's emitted text
 (``embed_text`` with heading context) counts at most ``max_tokens``; nothing is lost (every
 non-whitespace character of every kept block is in a chunk that names the block, in order:

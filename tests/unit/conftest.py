@@ -53,7 +53,7 @@ def make_block() -> BlockFactory:
 
 
 def words(n: int, word: str = "alpha") -> str:
-    """A sentence of ``n`` whitespace words (DEC-04: ``int(n * 1.33)`` tokens)."""
+    """A sentence of ``n`` whitespace words (the word estimate: ``int(n * 1.33)`` tokens)."""
     return " ".join([word] * n)
 
 

@@ -2,7 +2,8 @@
 
 Structure-only runs switch overlap, merging and the equation detector off unless a test turns
 them on, so structural tests do not depend on the detector's heuristics.
-Token arithmetic (DEC-04): ``n`` words -> ``int(n * 1.33)`` tokens, e.g. 10 -> 13, 20 -> 26, 40 -> 53.
+Token arithmetic (the word estimate): ``n`` words -> ``int(n * 1.33)`` tokens, e.g. 10 -> 13,
+20 -> 26, 40 -> 53.
 """
 
 from __future__ import annotations

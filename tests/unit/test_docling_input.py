@@ -34,6 +34,7 @@ from loaders.docling import (
     blocks_from_docling,
     convert_docling,
     is_docling_document,
+    join_runs,
 )
 from longparser import chunk_blocks
 from longparser.prepare import exclusion_reason
@@ -204,6 +205,7 @@ def test_table_cells_spans_and_header_flags_are_carried() -> None:
         assert cell["col_span"] == original.end_col_offset_idx - original.start_col_offset_idx
         assert cell["text"] == original.text
         assert cell["column_header"] == original.column_header
+        assert cell["row_header"] == original.row_header
     spanning = next(cell for cell in cells if cell["text"] == "% of Total")
     assert (spanning["row_index"], spanning["col_index"], spanning["col_span"]) == (0, 2, 4)
     assert spanning["column_header"] is True
@@ -500,3 +502,80 @@ def test_chunking_the_conversion_loses_no_text(name: str) -> None:
             assert block["text"] in emitted, block["block_id"]
         checked += 1
     assert checked >= len(blocks) * 0.8
+
+
+# --- inline groups: a paragraph stays one block ---------------------------------------------------
+
+INLINE_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "docling_inline"
+
+
+def _inline_conversion(name: str) -> Any:
+    return convert_docling(json.loads((INLINE_FIXTURES / name).read_text(encoding="utf-8")))
+
+
+def test_a_paragraph_of_formatted_runs_is_one_block() -> None:
+    conversion = _inline_conversion("formatting.html.json")
+    paragraphs = [block for block in conversion.blocks if block["type"] == "paragraph"]
+    assert [block["block_id"] for block in paragraphs] == [f"groups-{i}" for i in range(6)]
+    assert paragraphs[0]["text"] == (
+        "This is a bold (b) example and right next to it we have a strong emphasis (strong). Notice "
+        "that strong + bold mixed looks similar but carries additional semantic meaning.")
+    assert paragraphs[4]["text"] == (
+        "Subscript and superscript examples: Water is written as H2O using sub. The mathematical "
+        "expression x2 + y3 uses sup. They can also be combined: CO2*.")
+    assert paragraphs[0]["flags"] == {"docling_label": "inline", "inline_runs": 7}
+    assert all(block["hierarchy_path"] == ["HTML Text Formatting Examples"] for block in paragraphs)
+    assert conversion.report.inline_runs_joined == 47  # every run of the six groups, none a block
+
+
+def test_a_list_item_whose_text_is_an_inline_group_gets_its_text() -> None:
+    blocks = _inline_conversion("hyperlink_03.html.json").blocks
+    items = [(block["block_id"], block["text"], block["indent_level"]) for block in blocks]
+    assert ("texts-3", "This is my Homepage", 3) in items
+    assert ("texts-7", "More text with some links and more text.", 4) in items
+    assert all(block["type"] == "list_item" for block in blocks)
+
+
+def test_inline_formulas_stay_in_their_sentence_and_kept_whitespace_is_used() -> None:
+    blocks = _inline_conversion("equations.docx.json").blocks
+    texts = [block["text"] for block in blocks]
+    assert "This is a word document and this is an inline equation: A= \\pi r^{2}." in texts
+    assert "Second item with equations: E=mc^{2} and F=ma are physics formulas." in texts
+    # display formulas (not in an inline group) are still blocks of their own
+    assert sum(block["type"] == "equation" for block in blocks) == 19
+
+
+def test_an_inline_paragraph_is_chunked_whole() -> None:
+    blocks = _inline_conversion("formatting.html.json").blocks
+    result = chunk_blocks(blocks, {"max_tokens": 64, "min_tokens": 0, "overlap_blocks": 0})
+    sentence = "Water is written as H2O using sub."
+    assert sum(sentence in chunk.text for chunk in result.chunks) == 1
+
+
+@pytest.mark.parametrize(
+    ("runs", "text"),
+    [
+        ([("Visit", "baseline"), ("our site", "baseline"), (".", "baseline")], "Visit our site."),
+        ([("kept ", "baseline"), ("space", "baseline"), (" here", "baseline")], "kept space here"),
+        ([("H", "baseline"), ("2", "sub"), ("O is water", "baseline")], "H2O is water"),
+        ([("area in m", "baseline"), ("2", "super"), ("per day", "baseline")], "area in m2 per day"),
+        ([("(see", "baseline"), ("Table 2", "baseline"), (")", "baseline")], "(see Table 2)"),
+        ([("a", "baseline"), ("", "baseline"), ("b", "baseline")], "a b"),
+    ],
+)
+def test_join_runs(runs: list[tuple[str, str]], text: str) -> None:
+    assert join_runs(runs) == text
+
+
+def test_row_header_cells_label_their_rows() -> None:
+    doc = new_doc(1)
+    data = grid([["Region", "Q1"], ["North", "10"], ["South", "12"]])
+    for cell in data.table_cells:
+        cell.row_header = cell.start_col_offset_idx == 0 and cell.start_row_offset_idx > 0
+    box = BoundingBox(l=0, t=0, r=1, b=1)
+    doc.add_table(data=data, prov=ProvenanceItem(page_no=1, bbox=box, charspan=(0, 0)))
+    blocks = convert_docling(doc).blocks
+    flags = [cell["row_header"] for cell in blocks[0]["table"]["cells"]]
+    assert flags == [False, False, True, False, True, False]
+    result = chunk_blocks(blocks, {"table_chunk_format": "labelled", "generate_schema_chunks": False})
+    assert result.chunks[0].text == "North: Q1=10\nSouth: Q1=12"

@@ -470,7 +470,7 @@ def test_cli_retrieval_report(
     assert main(args) == 0
     report = json.loads(capsys.readouterr().out)
     assert (report["long_documents"], report["documents"], report["blocks"], report["chunks"]) == (1, 2, 6, 6)
-    assert report["token_counter"] == "DEC-04 estimate (whitespace words x 1.33)"
+    assert report["token_counter"] == "word estimate (whitespace words x 1.33)"
     assert (report["questions"], report["hit_rate"], report["mrr"]) == (2, 1.0, 1.0)
     # each question's best chunk is its answer block alone (53 tokens), then 7 tokens of its
     # neighbour from the same document: the context is all from the source document

@@ -62,7 +62,7 @@ def test_fit_takes_the_tokenizers_window_up_to_512() -> None:
 def test_reserve_tokens_leaves_room_in_every_chunk() -> None:
     result = chunk_blocks(BLOCKS, {"fit": "model", "reserve_tokens": 6}, MODEL)
     counter = MODEL.model_counter
-    assert max(counter.join("", counter.measure([c.embed_text])) for c in result.chunks) <= 256 - 6
+    assert max(counter.count_joined("", counter.measure([c.embed_text])) for c in result.chunks) <= 256 - 6
     plain = chunk_blocks(BLOCKS, {"max_tokens": 100, "min_tokens": 0, "reserve_tokens": 30,
                                   "strict_max_tokens": True, "token_counter": "model"}, MODEL)
     assert max(chunk.token_count for chunk in plain.chunks) <= 70

@@ -31,6 +31,7 @@ from longparser import chunk_blocks
 from longparser.resources import Resources
 from longparser.tokens import count
 from schemas import parse_input
+from schemas.config import RECOMMENDED_CONFIG
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "examples" / "sample_document.json"
@@ -38,9 +39,8 @@ GOLDEN_DIR = ROOT / "tests" / "fixtures" / "golden"
 GOLDEN = GOLDEN_DIR / "sample_document.result.json"
 DOCLING_FIXTURES = ROOT / "tests" / "fixtures" / "docling"
 DOCLING_NAMES = sorted(path.name for path in DOCLING_FIXTURES.glob("*.docling.json"))
-# The settings docs/config.md recommends for a 256-token embedding model.
-RECOMMENDED_256 = {"max_tokens": 256, "min_tokens": 50, "strict_max_tokens": True, "token_counter": "model",
-                   "overlap_max_share": 0.05, "table_chunk_format": "pipe", "heading_context": True}
+# The settings recommended for a 256-token embedding model (the one constant the docs show).
+RECOMMENDED_256 = dict(RECOMMENDED_CONFIG)
 REGENERATE_FLAG = "LONGPARSER_REGENERATE_GOLDEN"
 MAX_DIFF_LINES = 200
 
@@ -156,8 +156,9 @@ def test_golden_records_what_the_sample_is_for() -> None:
 @pytest.mark.parametrize("name", DOCLING_NAMES)
 def test_docling_goldens_record_what_they_are_for(name: str) -> None:
     """Hand-checked facts, so a careless regeneration cannot bless a regression: every text to
-    embed fits the model's window, every table with cells opens with its schema chunk, no chunk ends
-    with a heading, and every kept block of the conversion is cited by some chunk."""
+    embed fits the model's window, every table with cells is in table chunks that all show its
+    title when it has one (no schema chunks in the recommended settings), no chunk ends with a
+    heading, and every kept block of the conversion is cited by some chunk."""
     golden_file = GOLDEN_DIR / "docling" / name.replace(".docling.json", ".result.json")
     golden = json.loads(golden_file.read_text(encoding="utf-8"))
     counter = load_model_counter()
@@ -169,8 +170,11 @@ def test_docling_goldens_record_what_they_are_for(name: str) -> None:
     assert all(chunk["token_count"] == count(counter, chunk["text"]) for chunk in chunks)
     tables = [block["block_id"] for block in blocks if (block["table"] or {}).get("cells")]
     for table in tables:
-        own = [c for c in chunks if c["metadata"].get("table_block_id") == table]
-        assert own and own[0]["chunk_type"] == "table_schema", table
+        own = [c for c in chunks if table in c["metadata"].get("table_block_ids", [])
+               or c["metadata"].get("table_block_id") == table]
+        assert own and all(c["chunk_type"] == "table" for c in own), table
+        titles = {c["metadata"].get("title_block_id") for c in own}
+        assert len(titles) == 1, (table, titles)  # a title is on every chunk of its table, or on none
     last = blocks[-1]["block_id"]
     assert all(kind[c["block_ids"][-1]] != "heading" or c["block_ids"][-1] == last for c in chunks)
     cited = {block_id for chunk in chunks for block_id in chunk["block_ids"]}

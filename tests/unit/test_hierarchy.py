@@ -86,9 +86,13 @@ def test_block_models_and_dicts_derive_the_same_paths(make_block):
 
 def test_derived_paths_give_heading_context_a_breadcrumb(make_block):
     blocks = _levelled(make_block, [("heading", "Guide", 1), ("heading", "Install", 2),
-                                    ("paragraph", words(5, "pip"), None)])
-    result = run_engine(blocks, heading_context=True)
-    assert result.chunks[-1].embed_text.startswith("Guide\nInstall")
+                                    ("paragraph", words(5, "pip"), None),
+                                    ("paragraph", words(5, "venv"), None)])
+    result = run_engine(blocks, heading_context=True, max_tokens=8)
+    first, second = result.chunks  # the headings lead the first paragraph; the second is apart
+    assert first.embed_text == first.text  # titles the text opens with are not repeated
+    assert second.section_path == ["Guide", "Install"]
+    assert second.embed_text == "Guide\nInstall\n" + words(5, "venv")
 
 
 def test_heading_context_that_changes_nothing_warns_once(make_block, caplog):

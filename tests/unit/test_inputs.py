@@ -71,7 +71,7 @@ def test_a_page_without_blocks_is_an_empty_page() -> None:
         ({"overlap_block": 2}, "config.overlap_block: unknown field, did you mean 'overlap_blocks'?"),
         ({"strict": True}, "config.strict: unknown field, did you mean 'strict_max_tokens'?"),
         ({"max-tokens": 9}, "config.max-tokens: unknown field, did you mean 'max_tokens'?"),
-        ({"table": 1}, "config.table: unknown field (ChunkingConfig fields: "),
+        ({"chunk": 1}, "config.chunk: unknown field (ChunkingConfig fields: "),
         ({"zzz": 1}, "config.zzz: unknown field (ChunkingConfig fields: max_tokens, min_tokens, "),
         ({"overlap_blocks": 17}, "config.overlap_blocks: Input should be less than or equal to 16 (got 17)"),
         ({"max_tokens": 0}, "config.max_tokens: Input should be greater than or equal to 1 (got 0)"),

@@ -1,7 +1,8 @@
 """Lists (plan case B13, list part): a lead-in stays with its items; a long list is split at
 bullets with the lead-in repeated.
 
-Token arithmetic (DEC-04): ``n`` words -> ``int(n * 1.33)`` tokens, e.g. 10 -> 13, 20 -> 26, 40 -> 53.
+Token arithmetic (the word estimate): ``n`` words -> ``int(n * 1.33)`` tokens, e.g. 10 -> 13,
+20 -> 26, 40 -> 53.
 """
 
 from __future__ import annotations
@@ -52,9 +53,12 @@ def test_B13_list_pieces_rejoined_by_merge_do_not_repeat_lead_in(make_block):
 
 @pytest.mark.case("B13")
 def test_B13_list_without_lead_in(make_block):
+    # A heading is not a lead-in: it opens the list's chunk (a heading-only chunk merges forward
+    # at any min_tokens), and the list keeps its type.
     blocks = [make_block("Heading", "heading"), make_block("a", "list_item"), make_block("b", "list_item")]
-    assert view(run_engine(blocks)) == [
-        ("section", "Heading", ["b1"], [1]), ("list", "a\nb", ["b2", "b3"], [1])]
+    result = run_engine(blocks)
+    assert view(result) == [("list", "Heading\n\na\nb", ["b1", "b2", "b3"], [1])]
+    assert "lead_in_block_id" not in result.chunks[0].metadata
 
 
 # --- what is a lead-in -------------------------------------------------------------------------

@@ -47,7 +47,7 @@ def test_counts_equal_the_tokenizers_encode(text: str) -> None:
 @given(st.lists(texts, min_size=1, max_size=5), st.sampled_from([" ", "\n\n", "\t", "\u3000"]))
 def test_texts_joined_by_whitespace_count_the_sum_of_their_parts(parts: list[str], separator: str) -> None:
     joined = separator.join(parts)
-    assert COUNTER.join(joined, COUNTER.measure(parts)) == _encoded(joined) + COUNTER.special_tokens
+    assert COUNTER.count_joined(joined, COUNTER.measure(parts)) == _encoded(joined) + COUNTER.special_tokens
     assert COUNTER.special_tokens == 2  # [CLS] and [SEP]
 
 

@@ -1,7 +1,8 @@
 """Overlap (plan case B07): the previous chunk's last paragraphs are prepended, never across
 sections, tables or equations.
 
-Token arithmetic (DEC-04): ``n`` words -> ``int(n * 1.33)`` tokens, e.g. 10 -> 13, 20 -> 26, 40 -> 53.
+Token arithmetic (the word estimate): ``n`` words -> ``int(n * 1.33)`` tokens, e.g. 10 -> 13,
+20 -> 26, 40 -> 53.
 """
 
 from __future__ import annotations
@@ -61,3 +62,37 @@ def test_B07_no_overlap_across_sections_tables_or_equations(make_block):
         (words(20, "a"), False), (words(20, "b"), False), ("Row 1: K=v", False),
         (f"{words(20, 'c')}\n\ny = 2", False), (words(50, "d"), False),
     ]
+
+
+def test_sentence_overlap_copies_the_last_sentences(make_block):
+    first = "One two three. Four five six. Seven eight nine."
+    blocks = [make_block(first), make_block(words(40, "next"))]
+    result = run_engine(blocks, max_tokens=50, overlap_blocks=2, overlap_unit="sentence")
+    assert result.chunks[1].text == f"Four five six. Seven eight nine.\n\n{words(40, 'next')}"
+    assert result.chunks[1].metadata["overlap_block_ids"] == ["b1"]
+
+
+def test_sentence_overlap_reaches_into_the_paragraph_before(make_block):
+    blocks = [make_block("A b c. D e f."), make_block("G h i."), make_block(words(60, "next"))]
+    result = run_engine(blocks, max_tokens=60, overlap_blocks=2, overlap_unit="sentence")
+    assert result.chunks[1].text.startswith("D e f.\n\nG h i.\n\n")
+    assert result.chunks[1].metadata["overlap_block_ids"] == ["b1", "b2"]
+
+
+def test_capped_overlap_is_never_a_quarter_of_its_chunk_or_more(make_block):
+    # A short chunk after a long paragraph: the share cap alone (40% of 60 = 24 tokens) would make
+    # the overlap most of the chunk; it takes at most a third of the chunk's own tokens.
+    blocks = [make_block(words(40, "before")), make_block(words(9, "short"))]  # 9 words: 11 tokens
+    result = run_engine(blocks, max_tokens=60, overlap_blocks=1, overlap_max_share=0.4)
+    second = result.chunks[1]
+    assert second.text == f"{words(3, 'before')}\n\n{words(9, 'short')}"  # 3 words: 3 tokens <= 11 // 3
+    assert second.metadata["overlap_block_ids"] == ["b1"]
+
+
+def test_a_piece_of_a_cut_paragraph_never_overlaps_with_its_own_earlier_piece(make_block):
+    # The second piece has room, but the end of the first piece is the same block's earlier part.
+    sentences = [f"Sentence {i} has exactly six words." for i in range(8)]  # 7 tokens each
+    result = run_engine([make_block(" ".join(sentences))], max_tokens=40, overlap_blocks=1,
+                        strict_max_tokens=True)
+    assert [c.text for c in result.chunks] == [" ".join(sentences[:5]), " ".join(sentences[5:])]
+    assert not any(c.overlap_with_previous for c in result.chunks)

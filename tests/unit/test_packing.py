@@ -1,7 +1,8 @@
 """Packing prose into token-budgeted chunks (plan cases B04 structural part, B06, B12, and the
 equation glue of B13): budget splits, the supplied hierarchy, oversized blocks, headings.
 
-Token arithmetic (DEC-04): ``n`` words -> ``int(n * 1.33)`` tokens, e.g. 10 -> 13, 20 -> 26, 40 -> 53.
+Token arithmetic (the word estimate): ``n`` words -> ``int(n * 1.33)`` tokens, e.g. 10 -> 13,
+20 -> 26, 40 -> 53.
 """
 
 from __future__ import annotations
@@ -74,16 +75,17 @@ def test_B12_oversized_row_kept_whole(make_block):
     ("body", "min_tokens", "expected"),
     [
         ("Scope text.", 0, [
-            (["1 Intro"], "1 Intro", ["b1"]),
-            (["1 Intro", "1.1 Scope"], "1.1 Scope\n\nScope text.", ["b2", "b3"]),
+            (["1 Intro", "1.1 Scope"], "1 Intro\n\n1.1 Scope\n\nScope text.", ["b1", "b2", "b3"]),
         ]),
         (words(20), 5, [
             (["1 Intro", "1.1 Scope"], f"1 Intro\n\n1.1 Scope\n\n{words(20)}", ["b1", "b2", "b3"]),
         ]),
     ],
-    ids=["is-a-valid-chunk", "merges-when-below-minimum"],
+    ids=["min-tokens-0", "min-tokens-5"],
 )
 def test_B12_heading_only_section(make_block, body, min_tokens, expected):
+    # A heading-only section leads the content it opens, whatever min_tokens is (also 0): a
+    # heading alone is no chunk a retriever can use.
     blocks = [make_block("1 Intro", "heading", path=["1 Intro"]),
               make_block("1.1 Scope", "heading", path=["1 Intro", "1.1 Scope"]),
               make_block(body, path=["1 Intro", "1.1 Scope"])]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from longparser.prepare import is_separator
+from longparser.prepare import exclusion_reason, is_separator
 from tests.unit.engine_helpers import run_engine, table_dict, view
 
 # --- B03 blank and separator exclusion ------------------------------------------------------------
@@ -80,3 +80,8 @@ def test_B08_headers_footers_kept_as_content_when_config_off(make_block):
         (["B"], "Other section.", ["b6"]),
     ]
     assert result.stats.blocks_excluded == {}
+
+
+@pytest.mark.parametrize("text", ["\x84", "\x84 \x84", "\u200b", "\x00\n"])
+def test_text_with_nothing_visible_is_blank(text):
+    assert exclusion_reason("paragraph", text, False, True) == "blank"

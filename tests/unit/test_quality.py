@@ -12,14 +12,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from longparser import Resources, chunk_blocks
-from longparser.quality import (
-    LANGUAGE_SAMPLE_CHARS,
-    UNKNOWN_SOURCES_SCORE,
-    alphabetic_tokens,
-    noise_count,
-    score_chunk,
-)
+from longparser import Resources, chunk_blocks, quality
+from longparser.quality import LANGUAGE_SAMPLE_CHARS, UNKNOWN_SOURCES_SCORE, score_chunk
+
+
+def noise_count(text: str) -> int:
+    """Noise characters of ``text``, as the scorer counts them (its byte-level fast path)."""
+    return quality._noise(quality._Scan(text))
+
+
+def alphabetic_tokens(text: str) -> list[str]:
+    """The tokens dictionary coverage is measured on, as the scorer finds them (letter runs of
+    2+ characters)."""
+    runs = [run.decode("utf-8", "surrogatepass") for run in quality._letter_runs(quality._Scan(text))]
+    return [run for run in runs if len(run) > 1]
+
 
 _REQUIRED_KEYS = {
     "confidence", "noise_ratio", "noise_penalty", "dictionary_coverage", "coverage_penalty",

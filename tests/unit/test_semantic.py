@@ -24,14 +24,17 @@ from loaders.encoder import OFFLINE_ENV, QUIET_ENV, load_encoder
 from loaders.pinned_model import MODEL_NAME, EncoderUnavailable, file_sha256
 from loaders.resources import ResourceSpec, build_resources
 from longparser import Resources, chunk_blocks
-from longparser.semantic import (
-    adjacent_similarities,
-    boundaries_from_vectors,
-    cosine_similarity,
-    section_boundaries,
-)
+from longparser.boundary_methods import adjacent
+from longparser.semantic import section_boundaries, unit_rows
 from schemas import SemanticStats
 from tests.unit.engine_helpers import run_engine
+
+
+def cosine_similarity(a: list[float], b: list[float]) -> float:
+    """The engine's cosine of two vectors (rows made unit length, a zero-norm row stays zero)."""
+    unit = unit_rows([a, b])
+    return float(unit[0] @ unit[1])
+
 
 _CONFIG = {"use_semantic_chunking": True, "semantic_threshold": 0.3, "min_tokens": 1, "overlap_blocks": 0}
 
@@ -173,6 +176,7 @@ def test_S01_single_block_document_is_one_chunk_without_embedding(
         requested=True,
         available=True,
         boundaries=0,
+        boundaries_found=0,
         texts_embedded=0,
         method="adjacent",
         model=MODEL_NAME,
@@ -271,6 +275,7 @@ def test_S04_chunks_split_at_the_semantic_boundary(
         requested=True,
         available=True,
         boundaries=1,
+        boundaries_found=1,
         texts_embedded=4,
         method="adjacent",
         model=MODEL_NAME,
@@ -478,10 +483,9 @@ def test_semantic_bad_encoder_output_fails_loudly(output: Any, message: str) -> 
 
 def test_semantic_vector_helpers() -> None:
     vectors = [[1, 0], [1, 0], [0, 1], [0, 0], [0, 2]]
-    assert adjacent_similarities(vectors).tolist() == [1.0, 0.0, 0.0, 0.0]
-    assert boundaries_from_vectors(vectors, 0.3) == [2, 3, 4]
-    assert boundaries_from_vectors([[1, 0]], 0.3) == []
-    with pytest.raises(ValueError, match="differ in length"):
-        cosine_similarity([1.0], [1.0, 0.0])
+    unit = unit_rows(vectors)
+    assert np.einsum("ij,ij->i", unit[:-1], unit[1:]).tolist() == [1.0, 0.0, 0.0, 0.0]
+    assert adjacent(unit_rows(vectors), 0.3) == [2, 3, 4]
+    assert adjacent(unit_rows([[1, 0]]), 0.3) == []
     with pytest.raises(ValueError, match="expected a 2-D array"):
-        adjacent_similarities([1.0, 2.0, 3.0])
+        unit_rows([1.0, 2.0, 3.0])

@@ -1,6 +1,6 @@
-"""Strict mode (``strict_max_tokens``): each former DEC-04 exception, exactly.
+"""Strict mode (``strict_max_tokens``): each target exception, exactly (docs/strict.md).
 
-The counter here is the DEC-04 estimate (``n`` words -> ``int(n * 1.33)`` tokens: 3 -> 3,
+The counter here is the word estimate (``n`` words -> ``int(n * 1.33)`` tokens: 3 -> 3,
 4 -> 5, 9 -> 11, 12 -> 15) so that every figure can be checked by hand; the model tokenizer and
 a non-additive counter are covered by the property tests (tests/property/test_strict.py).
 """
@@ -25,7 +25,7 @@ def _fits(result, max_tokens: int) -> None:
 
 def test_packing_counts_the_joined_text_not_the_sum_of_blocks(make_block):
     blocks = [make_block("two words"), make_block("two more")]  # 2 + 2 by sums, 5 joined
-    assert len(run_engine(blocks, max_tokens=4).chunks) == 1  # the DEC-04 target: sums
+    assert len(run_engine(blocks, max_tokens=4).chunks) == 1  # the target: sums
     strict = run_engine(blocks, max_tokens=4, **STRICT)
     assert [c.text for c in strict.chunks] == ["two words", "two more"]
 
@@ -49,22 +49,60 @@ def test_a_sentence_longer_than_the_budget_is_cut_between_words(make_block):
 
 
 def test_an_oversized_row_is_cut_into_cells_under_its_label_and_names(make_block):
+    # Every piece repeats the row's number and its label cell (column 0 here), so each says which
+    # row it belongs to.
     row = [["Name", "A", "B", "C"], ["Ada", words(5, "x"), words(5, "y"), words(5, "z")]]
     table = make_block("", "table", table=table_dict(row))
     result = run_engine([table], max_tokens=12, generate_schema_chunks=False, **STRICT)
     assert [c.text for c in result.chunks] == [
-        f"Row 1: Name=Ada; A={words(5, 'x')}", f"Row 1: B={words(5, 'y')}", f"Row 1: C={words(5, 'z')}"]
+        f"Row 1: Name=Ada; A={words(5, 'x')}", f"Row 1: Name=Ada; B={words(5, 'y')}",
+        f"Row 1: Name=Ada; C={words(5, 'z')}"]
     assert all(c.metadata["row_start"] == c.metadata["row_end"] == 1 for c in result.chunks)
     _fits(result, 12)
 
 
-def test_a_pipe_row_piece_repeats_its_key_and_header_names(make_block):
-    row = [["Name", "A", "B"], ["Ada", words(6, "x"), words(6, "y")]]
-    table = make_block("", "table", table=table_dict(row))
+def test_a_pipe_row_too_long_alone_is_cut_into_records_without_the_header_line(make_block):
+    # Its pieces name their columns (records), so the header line above them would only take room.
+    row = [["Name", "A", "B"], ["Ada", words(6, "x"), words(6, "y")], ["Bob", "1", "2"]]
+    table = make_block("", "table", table=table_dict(row, flag_header=True))
     result = run_engine([table], max_tokens=14, generate_schema_chunks=False, table_chunk_format="pipe",
                         **STRICT)
     assert [c.text for c in result.chunks] == [
-        f"Name | A\nAda | {words(6, 'x')}", f"Name | B\nAda | {words(6, 'y')}"]
+        f"Row 1: Name=Ada; A={words(6, 'x')}", f"Row 1: Name=Ada; B={words(6, 'y')}",
+        "Name | A | B\nBob | 1 | 2"]
+    rows = [(c.metadata["row_start"], c.metadata["row_end"]) for c in result.chunks]
+    assert rows == [(1, 1), (1, 1), (2, 2)]
+    _fits(result, 14)
+
+
+def test_a_cell_too_long_is_cut_under_its_row_label_and_column_name(make_block):
+    row = [["Name", "Notes"], ["Ada", words(20, "note")]]
+    table = make_block("", "table", table=table_dict(row))
+    result = run_engine([table], max_tokens=12, generate_schema_chunks=False, **STRICT)
+    texts = [c.text for c in result.chunks]
+    assert all(t.startswith("Row 1: Name=Ada; Notes=note") for t in texts)
+    assert sum(t.count("note") for t in texts) == 20  # every word once
+    _fits(result, 12)
+
+
+def test_a_batch_that_no_longer_fits_is_cut_between_rows_under_title_and_header(make_block):
+    # The heading that opens the table pushes its first batch over: the batch is cut between
+    # rows, and the next piece repeats the title and the header line.
+    rows = [["Name", "Year"], *[[f"N{i}", str(1900 + i)] for i in range(3)]]
+    blocks = [make_block("Results of the yearly count", "heading", path=["R"]),
+              make_block("Table 1: Names by year.", path=["R"]),
+              make_block("", "table", path=["R"], table=table_dict(rows))]
+    result = run_engine(blocks, max_tokens=26, min_tokens=1, table_chunk_format="pipe", table_titles=True,
+                        generate_schema_chunks=False, **STRICT)
+    assert [(c.text, c.block_ids) for c in result.chunks] == [
+        ("Results of the yearly count\nTable 1: Names by year.\nName | Year\nN0 | 1900\nN1 | 1901",
+         ["b1", "b2", "b3"]),
+        ("Table 1: Names by year.\nName | Year\nN2 | 1902", ["b3"]),
+    ]
+    assert [(c.metadata["row_start"], c.metadata["row_end"]) for c in result.chunks] == [(1, 2), (3, 3)]
+    assert result.chunks[1].metadata["title_repeated"] is True
+    assert result.chunks[0].metadata["caption_block_id"] == "b2"
+    _fits(result, 26)
 
 
 def test_a_long_list_item_is_cut_and_every_later_piece_repeats_the_lead_in(make_block):
@@ -187,8 +225,25 @@ class _Counter:
     def measure(self, texts):
         return [self.function(text) for text in texts]
 
-    def join(self, text, units):
+    def count_joined(self, text, units):
         return self.function(text)
 
     def fitting_prefix(self, text, budget):
         return max(0, min(len(text), budget - 10))
+
+
+def test_a_heading_merged_into_a_list_piece_keeps_the_lead_in_for_later_pieces(make_block):
+    # The heading-only chunk merges into the list's first piece, which then no longer fits and is
+    # cut: the piece after the cut still repeats the list's lead-in (the merge kept it).
+    blocks = [make_block("Procedure for the yearly check", "heading"), make_block("Steps are:"),
+              make_block("- open the cover and look", "list_item"),
+              make_block("- close the cover and lock", "list_item"),
+              make_block("- sign the log book today", "list_item")]
+    result = run_engine(blocks, max_tokens=20, min_tokens=5, **STRICT)
+    assert [(c.text, c.block_ids) for c in result.chunks] == [
+        ("Procedure for the yearly check\n\nSteps are:\n- open the cover and look", ["b1", "b2", "b3"]),
+        ("Steps are:\n- close the cover and lock", ["b4"]),
+        ("Steps are:\n- sign the log book today", ["b5"]),
+    ]
+    assert [c.metadata.get("lead_in_block_id") for c in result.chunks] == [None, "b2", "b2"]
+    _fits(result, 20)

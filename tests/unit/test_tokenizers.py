@@ -101,7 +101,7 @@ def test_joined_pieces_count_as_the_joined_text(case: str) -> None:
         pieces = [rng.choice(texts(rng.randrange(10**6), 1)) for _ in range(rng.randint(1, 5))]
         joined = "".join(piece + rng.choice(["\n\n", "\n", " "]) for piece in pieces[:-1]) + pieces[-1]
         units = counter.measure(pieces)
-        counted = counter.join("" if counter.additive else joined, units)
+        counted = counter.count_joined("" if counter.additive else joined, units)
         assert counted == real_count(reference(), joined), joined
 
 

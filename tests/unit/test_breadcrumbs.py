@@ -46,3 +46,13 @@ def test_overlap_means_the_text_does_not_start_with_a_heading(make_block):
 def test_no_section_path_means_no_breadcrumb(make_block):
     result = run_engine([make_block("Plain text.", path=[])], heading_context=True)
     assert result.chunks[0].embed_text == "Plain text."
+
+
+def test_breadcrumb_titles_keeps_the_innermost_titles(make_block):
+    path = ["Annual report", "Operations", "Fleet"]
+    blocks = [make_block("The fleet grew.", path=path)]
+    one = run_engine(blocks, heading_context=True, breadcrumb_titles=1)
+    two = run_engine(blocks, heading_context=True, breadcrumb_titles=2)
+    assert one.chunks[0].embed_text == "Fleet\nThe fleet grew."
+    assert two.chunks[0].embed_text == "Operations\nFleet\nThe fleet grew."
+    assert one.chunks[0].section_path == path

@@ -1,7 +1,9 @@
-"""DEC-04: where a chunk may exceed ``max_tokens`` (oversized blocks, merges, overlap, captions
-and schema chunks) and where it may not (divisible paragraphs, row batches).
+"""The target exceptions (the test plan's case DEC-04, docs/strict.md): where a chunk may exceed
+``max_tokens`` by default (oversized blocks, merges, overlap, captions and schema chunks) and
+where it may not (divisible paragraphs, row batches).
 
-Token arithmetic (DEC-04): ``n`` words -> ``int(n * 1.33)`` tokens, e.g. 10 -> 13, 20 -> 26, 40 -> 53.
+Token arithmetic (the word estimate): ``n`` words -> ``int(n * 1.33)`` tokens, e.g. 10 -> 13,
+20 -> 26, 40 -> 53.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from tests.unit.engine_helpers import run_engine, table_dict, words
 
 
 @pytest.mark.case("DEC-04")
-def test_DEC04_divisible_paragraphs_split_before_target_exceeded(make_block):
+def test_target_exception_divisible_paragraphs_split_before_target_exceeded(make_block):
     texts = [words(30, w) for w in ("a", "b", "c")]  # 39 tokens each
     result = run_engine([make_block(t) for t in texts], max_tokens=80)
     assert [c.text for c in result.chunks] == [f"{texts[0]}\n\n{texts[1]}", texts[2]]
@@ -20,7 +22,7 @@ def test_DEC04_divisible_paragraphs_split_before_target_exceeded(make_block):
 
 
 @pytest.mark.case("DEC-04")
-def test_DEC04_oversized_paragraph_and_row_kept_whole(make_block):
+def test_target_exception_oversized_paragraph_and_row_kept_whole(make_block):
     big = words(100, "big")
     rows = [["K", "V"], ["a", words(100, "cell")]]
     blocks = [make_block(big), make_block("", "table", table=table_dict(rows))]
@@ -30,7 +32,7 @@ def test_DEC04_oversized_paragraph_and_row_kept_whole(make_block):
 
 
 @pytest.mark.case("DEC-04")
-def test_DEC04_below_minimum_merge_may_exceed_target(make_block):
+def test_target_exception_below_minimum_merge_may_exceed_target(make_block):
     p1, tail = words(40, "a"), words(10, "b")
     result = run_engine([make_block(p1), make_block(tail)], max_tokens=60, min_tokens=20)
     assert [(c.text, c.block_ids, c.token_count) for c in result.chunks] == [
@@ -38,7 +40,7 @@ def test_DEC04_below_minimum_merge_may_exceed_target(make_block):
 
 
 @pytest.mark.case("DEC-04")
-def test_DEC04_overlap_prepended_after_packing_may_exceed_target(make_block):
+def test_target_exception_overlap_prepended_after_packing_may_exceed_target(make_block):
     p1, p2 = words(40, "a"), words(40, "b")
     result = run_engine([make_block(p1), make_block(p2)], max_tokens=60, overlap_blocks=1)
     second = result.chunks[1]
@@ -47,7 +49,7 @@ def test_DEC04_overlap_prepended_after_packing_may_exceed_target(make_block):
 
 
 @pytest.mark.case("DEC-04")
-def test_DEC04_captions_and_schema_chunks_outside_packing(make_block):
+def test_target_exception_captions_and_schema_chunks_outside_packing(make_block):
     caption = "Table 1: " + words(30, "caption")
     rows = [[f"Column{c}" for c in range(6)]] + [[f"value{r}{c}" for c in range(6)] for r in range(5)]
     blocks = [make_block(caption, "caption"), make_block("", "table", table=table_dict(rows))]

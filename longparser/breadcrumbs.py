@@ -1,12 +1,13 @@
-"""Heading context for embedding (``heading_context``): a chunk's breadcrumb before its text.
+"""Heading breadcrumbs for embedding (``heading_context``): a chunk's section titles before its text.
 
 A chunk's ``embed_text`` is its heading breadcrumb - the titles of its section path, outermost
-first, one per line - followed by its text, so that the vector of a chunk deep in a document
-still carries what the chunk is about (docling-core's ``contextualize()`` does the same).
+first, one per line (with ``breadcrumb_titles`` N, only the N innermost) - followed by its
+text, so that the vector of a chunk deep in a document still carries what the chunk is about
+(docling-core's ``contextualize()`` does the same).
 ``text`` stays the chunk's own content.
 
 A title the text already starts with (a heading block at the very start of the chunk) is not
-repeated in the breadcrumb. A chunk starting with copied context (overlap, a repeated lead-in)
+repeated in the breadcrumb. A chunk starting with repeated text (overlap, a repeated lead-in)
 does not start with a heading, so its breadcrumb is whole.
 """
 
@@ -22,10 +23,10 @@ def breadcrumb(draft: Draft) -> list[str]:
     leading: set[str] = set()
     if not draft.prefix:
         for piece in draft.parts:
-            if piece.rec.kind != "heading" or piece.context:
+            if piece.rec.kind != "heading" or piece.repeated:
                 break
             leading.add(piece.text.strip())
-    titles = draft.path if draft.breadcrumb is None else draft.breadcrumb
+    titles = draft.section.crumbs if draft.breadcrumb is None else draft.breadcrumb
     return [title for title in titles if title.strip() not in leading]
 
 
