@@ -28,7 +28,8 @@ any other label that carries text
 ``formula``                               ``equation``
 ``code``                                  ``code``
 ``page_header`` / ``page_footer``         ``header`` / ``footer`` (other furniture: see below)
-``table``, ``document_index``             ``table`` with the cells of ``data.table_cells``
+``table``, ``document_index``             ``table`` with the cells of ``data.table_cells`` (a
+                                          cell listed twice, same span and text: once)
 ``picture``, ``chart``                    no block (counted); its captions and footnotes are
                                           kept where the picture stands
 ``key_value_region``, ``form``            no block (counted: a graph of cells, no reading
@@ -574,8 +575,16 @@ class _Converter:
     def _table(self, item: Any, label: str) -> None:
         data = item.data
         cells = []
+        seen: set[tuple[int, int, int, int, str]] = set()
         for cell in data.table_cells:
             r0, c0 = cell.start_row_offset_idx, cell.start_col_offset_idx
+            # Some docling backends list a spanning cell again for a position it covers, with the
+            # same span and text: one cell. Two different cells at one position stay (the
+            # request's validation refuses them: one text would hide the other).
+            key = (r0, c0, cell.end_row_offset_idx, cell.end_col_offset_idx, cell.text or "")
+            if key in seen:
+                continue
+            seen.add(key)
             cells.append({
                 "row_index": r0,
                 "col_index": c0,

@@ -216,6 +216,25 @@ def test_table_cells_spans_and_header_flags_are_carried() -> None:
     assert any(cell["col_span"] == 4 for cell in doctags)
 
 
+def test_a_spanning_cell_listed_twice_is_one_cell() -> None:
+    # docling's conversion of a patent's table lists "SENSITIVITY-EC50 VALUES" (two columns wide)
+    # twice with the same span: one cell, not two cells at one position the request refuses
+    data = grid([["Stage", "Values", ""], ["Seedling", "1.5", "2.0"]])
+    spanning = TableCell(text="Values", start_row_offset_idx=0, end_row_offset_idx=1, start_col_offset_idx=1,
+                         end_col_offset_idx=3, column_header=True)
+    data.table_cells = [c for c in data.table_cells if c.start_row_offset_idx or c.start_col_offset_idx == 0]
+    data.table_cells[1:1] = [spanning, spanning.model_copy()]
+    doc = new_doc(1)
+    doc.add_table(data, prov=prov(1))
+    cells = blocks_from_docling(doc)[0]["table"]["cells"]
+    assert [(c["row_index"], c["col_index"], c["col_span"], c["text"]) for c in cells] == [
+        (0, 0, 1, "Stage"), (0, 1, 2, "Values"), (1, 0, 1, "Seedling"), (1, 1, 1, "1.5"), (1, 2, 1, "2.0")]
+    assert chunk_blocks(blocks_from_docling(doc)).chunks  # valid: the request takes it
+    other = spanning.model_copy(update={"text": "Other"})  # a different cell at that position stays
+    data.table_cells.append(other)
+    assert len(blocks_from_docling(doc)[0]["table"]["cells"]) == 6
+
+
 def test_table_captions_sit_directly_before_their_table_and_are_attached() -> None:
     conversion = converted(PAPER)
     blocks = conversion.blocks
