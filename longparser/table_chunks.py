@@ -10,7 +10,9 @@ Formats (``table_chunk_format``), each row of a data row (or band) written whole
   first column: :meth:`~longparser.tables.Grid.label`) first, then the other columns as
   ``name=value`` (``Row 3:`` stands in for an empty label); consecutive columns under one
   spanning header are written once under it: ``Text: Count=510377; % of Total: Train=45.82,
-  Test=49.28``.
+  Test=49.28``. The rows never write their label columns' names, so when a label column has
+  one, the first batch of each band opens with it on a line of its own (``Name``; its own
+  content, not repeated): no header text is lost, also without a schema chunk.
 * ``pipe``: ``Ada | 1843`` (positional, empty cells kept), under the header line
   ``Name | Year`` at the top of every batch.
 * ``markdown``: a Markdown table: ``| Name | Year |`` and ``|---|---|`` at the top of every
@@ -126,6 +128,12 @@ def _labelled_template(grid: Grid, cols: list[int]) -> str:
     return "; ".join(pieces)
 
 
+def label_names(grid: Grid, cols: list[int]) -> str:
+    """The names of the label columns among ``cols``, joined by `` / `` ("" when they have none):
+    what ``labelled`` rows, which start with the label's text, never write."""
+    return " / ".join(grid.columns[c] for c in cols if c in grid.label_columns and c not in grid.unnamed)
+
+
 def header_line(grid: Grid, cols: list[int], fmt: str) -> str:
     """The line naming the columns above a batch ("" for formats that name them in each row)."""
     if fmt == "pipe":
@@ -208,6 +216,8 @@ def _row_drafts(rec: Rec, grid: Grid, titles: tuple[Part, Part] | None, section:
             line = Part(rec, head, budget.measure(head), LINE_SEPARATOR if repeated else "", True)
             repeated.append(line)
             own.append(line._replace(repeated=False))
+        elif fmt == "labelled" and (head := label_names(grid, cols)):
+            own.append(Part(rec, head, budget.measure(head), LINE_SEPARATOR if own else ""))
         drafts.extend(_Batcher(rec, grid, cols, band, (own, repeated), section, config, budget).batches())
     return drafts
 

@@ -75,12 +75,14 @@ class Grid:
         label_columns: the columns whose texts label a row (its row-header cells, else column 0).
         groups: each column's first header text when its name joins several (a spanning header
             over sub-headers: ``Count`` of ``Count / Train``), else "" (None: no column has one).
+        unnamed: the columns whose header rows hold no text (their name is ``col_<i>``).
     """
 
     columns: list[str]
     rows: list[list[str]]
     label_columns: list[int]
     groups: list[str] | None = None  # each column's first header text when it has several, else ""
+    unnamed: frozenset[int] = frozenset()
 
     def label(self, row: list[str]) -> str:
         """The row's label: the distinct texts of its label columns, joined by `` / ``."""
@@ -230,7 +232,7 @@ def build_grid(cells: Sequence[TableCell], infer_header: bool = True) -> Grid:
     width = len(col_ids)
     grid = [flat[k : k + width] for k in range(0, len(flat), width)]
     header_rows = _flagged_rows(cells, row_ids) or (_inferred_header_rows(grid) if infer_header else [])
-    columns, groups = [], []
+    columns, groups, unnamed = [], [], set()
     for c, index in enumerate(col_ids):
         parts: list[str] = []
         for r in header_rows:
@@ -238,11 +240,13 @@ def build_grid(cells: Sequence[TableCell], infer_header: bool = True) -> Grid:
             if text and text not in parts:
                 parts.append(text)
         columns.append(" / ".join(parts) or f"col_{index}")
+        if not parts:
+            unnamed.add(c)
         groups.append(parts[0] if len(parts) > 1 else "")
     skip = set(header_rows)
     data = [row for r, row in enumerate(grid) if r not in skip and any(row)]
     label_columns = _label_columns(cells, col_ids, skip, row_ids) if any(map(_ROW_HEADER, cells)) else []
-    return Grid(columns, data, label_columns or [_first_telling_column(data)], groups)
+    return Grid(columns, data, label_columns or [_first_telling_column(data)], groups, frozenset(unnamed))
 
 
 def _all_match(pattern: re.Pattern[str], values: str) -> bool:

@@ -169,7 +169,7 @@ def configs(draw: st.DrawFn) -> dict[str, Any]:
         "min_tokens": draw(st.integers(min_value=0, max_value=max_tokens - 1)),
         "overlap_blocks": draw(st.integers(min_value=0, max_value=3)),
         "table_rows_per_chunk": draw(st.integers(min_value=1, max_value=20)),
-        "table_chunk_format": draw(st.sampled_from(["row_record", "pipe"])),
+        "table_chunk_format": draw(st.sampled_from(["row_record", "pipe", "labelled", "markdown"])),
         "generate_schema_chunks": draw(st.booleans()),
         "wide_table_col_threshold": draw(st.integers(min_value=1, max_value=30)),
         "detect_equations": draw(st.booleans()),

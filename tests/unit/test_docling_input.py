@@ -597,4 +597,4 @@ def test_row_header_cells_label_their_rows() -> None:
     flags = [cell["row_header"] for cell in blocks[0]["table"]["cells"]]
     assert flags == [False, False, True, False, True, False]
     result = chunk_blocks(blocks, {"table_chunk_format": "labelled", "generate_schema_chunks": False})
-    assert result.chunks[0].text == "North: Q1=10\nSouth: Q1=12"
+    assert result.chunks[0].text == "Region\nNorth: Q1=10\nSouth: Q1=12"  # the label column named once

@@ -423,7 +423,7 @@ def test_a_rows_label_is_its_row_header_cells_else_its_first_column() -> None:
         ("pipe", "Name | Year | Field\nAda | 1843 | Math", "Name | Year | Field\nAlan | 1936 | CS"),
         ("markdown", "| Name | Year | Field |\n|---|---|---|\n| Ada | 1843 | Math |",
          "| Name | Year | Field |\n|---|---|---|\n| Alan | 1936 | CS |"),
-        ("labelled", "Ada: Year=1843; Field=Math", "Alan: Year=1936; Field=CS"),
+        ("labelled", "Name\nAda: Year=1843; Field=Math", "Alan: Year=1936; Field=CS"),
     ],
 )
 def test_row_renderings(make_block, fmt, first, second):
@@ -438,7 +438,7 @@ def test_markdown_cells_escape_pipes_and_labelled_rows_without_label_say_their_n
     markdown = run_engine(blocks, generate_schema_chunks=False, table_chunk_format="markdown")
     assert markdown.chunks[0].text.splitlines()[2] == "| a\\|b | 1 |"
     labelled = run_engine(blocks, generate_schema_chunks=False, table_chunk_format="labelled")
-    assert labelled.chunks[0].text == "a|b: Value=1\nRow 2: Value=2"
+    assert labelled.chunks[0].text == "Key\na|b: Value=1\nRow 2: Value=2"
 
 
 # --- table titles ---------------------------------------------------------------------------------
@@ -518,7 +518,7 @@ def test_later_chunks_repeat_the_titles_first_sentence_only(make_block):
     result = run_engine(blocks, table_titles=True, table_rows_per_chunk=1, generate_schema_chunks=False,
                         table_chunk_format="labelled")
     assert [c.text for c in result.chunks] == [
-        f"{title}\nWheat: Yield=7.1", "Table 1: Crop yields.\nBarley: Yield=6.2"]
+        f"{title}\nCrop\nWheat: Yield=7.1", "Table 1: Crop yields.\nBarley: Yield=6.2"]
 
 
 def test_a_paragraph_introducing_a_table_is_its_title(make_block):
@@ -527,7 +527,7 @@ def test_a_paragraph_introducing_a_table_is_its_title(make_block):
               make_block("", "table", table=table_dict(rows, flag_header=True))]
     result = run_engine(blocks, table_titles=True, generate_schema_chunks=False,
                         table_chunk_format="labelled")
-    text = "Here are things a duck could eat:\nLeaves: Calories=50\nBerries: Calories=150"
+    text = "Here are things a duck could eat:\nFood\nLeaves: Calories=50\nBerries: Calories=150"
     assert view(result) == [("table", text, ["b1", "b2"], [1])]
 
 
@@ -542,7 +542,34 @@ def test_labelled_rows_write_a_spanning_header_once(make_block):
     ]
     blocks = [make_block("", "table", table={"n_rows": 3, "n_cols": 3, "cells": cells})]
     result = run_engine(blocks, generate_schema_chunks=False, table_chunk_format="labelled")
-    assert result.chunks[0].text == "Text: Share: Train=45.8, Test=49.3"
+    assert result.chunks[0].text == "Class\nText: Share: Train=45.8, Test=49.3"
+
+
+def test_labelled_rows_keep_the_label_columns_name_without_a_schema_chunk(make_block):
+    # the rows start with the label's text, never its column's name: the first batch of each
+    # band says it once (found by the tokenizer property tests: a spreadsheet's one-column
+    # tables lost their header cell, "Rated system voltage", with the recommended settings)
+    one_column = table_dict([["Rated system voltage"], ["Rated system frequency"], ["No. of phases"]])
+    blocks = [make_block("", "table", table=one_column)]
+    result = run_engine(blocks, generate_schema_chunks=False, table_chunk_format="labelled")
+    assert result.chunks[0].text == "Rated system voltage\nRated system frequency: \nNo. of phases: "
+    # repeated on no later batch; an unnamed label column adds no line
+    batches = run_engine([make_block("", "table", table=table_dict(PEOPLE))], generate_schema_chunks=False,
+                         table_chunk_format="labelled", table_rows_per_chunk=2)
+    assert [c.text.splitlines()[0] for c in batches.chunks] == ["Name", "Grace: Year=; Field=Navy",
+                                                                "Barbara: Year=1974; Field=CS"]
+    unnamed = table_dict([["", "Year"], ["Ada", "1843"]])
+    result = run_engine([make_block("", "table", table=unnamed)], generate_schema_chunks=False,
+                        table_chunk_format="labelled")
+    assert result.chunks[0].text == "Ada: Year=1843"
+
+
+def test_every_band_of_a_wide_labelled_table_names_its_label_column(make_block):
+    rows = [["Key", *[f"c{i}" for i in range(1, 30)]], ["k1", *[str(i) for i in range(1, 30)]]]
+    blocks = [make_block("", "table", table=table_dict(rows))]
+    result = run_engine(blocks, generate_schema_chunks=False, table_chunk_format="labelled")
+    assert len(result.chunks) == 3
+    assert all(c.text.startswith("Key\nk1: ") for c in result.chunks)
 
 
 def test_a_column_repeating_one_mark_does_not_label_the_rows() -> None:
