@@ -7,8 +7,10 @@ text, so that the vector of a chunk deep in a document still carries what the ch
 ``text`` stays the chunk's own content.
 
 A title the text already starts with (a heading block at the very start of the chunk) is not
-repeated in the breadcrumb. A chunk starting with repeated text (overlap, a repeated lead-in)
-does not start with a heading, so its breadcrumb is whole.
+repeated in the breadcrumb; titles and headings are compared with their whitespace collapsed
+(a derived title is the heading's text collapsed, see :mod:`longparser.hierarchy`). A chunk
+starting with repeated text (overlap, a repeated lead-in) does not start with a heading, so its
+breadcrumb is whole.
 """
 
 from __future__ import annotations
@@ -25,9 +27,13 @@ def breadcrumb(draft: Draft) -> list[str]:
         for piece in draft.parts:
             if piece.rec.kind != "heading" or piece.repeated:
                 break
-            leading.add(piece.text.strip())
+            leading.add(_collapsed(piece.text))
     titles = draft.section.crumbs if draft.breadcrumb is None else draft.breadcrumb
-    return [title for title in titles if title.strip() not in leading]
+    return [title for title in titles if _collapsed(title) not in leading]
+
+
+def _collapsed(text: str) -> str:
+    return " ".join(text.split())
 
 
 def embed_text(draft: Draft, text: str) -> str:

@@ -11,6 +11,9 @@ definition for the engine and the converters that build paths (``loaders.markdow
   section (``[]``), as in LongParser's own output.
 * A heading without a level counts as level 1 (it closes everything open); a heading whose text
   is blank opens nothing (it is excluded anyway).
+* A title is the heading's text with its whitespace collapsed to single spaces: a heading that
+  a PDF line break split over two lines is one title, and a breadcrumb (one title per line)
+  never gets a line that is half a title.
 
 The engine derives paths only when NO block of the input has a non-empty ``hierarchy_path``:
 a path given anywhere means the producer states the structure, and it is used exactly as
@@ -45,7 +48,7 @@ class HeadingStack:
 
     def heading(self, level: int | None, title: str) -> tuple[str, ...]:
         """Open a heading; returns its own path (which includes it)."""
-        title = title.strip()
+        title = " ".join(title.split())
         if not title:
             return self.path
         level = DEFAULT_LEVEL if level is None else level

@@ -42,6 +42,21 @@ def test_heading_stack_closes_same_and_deeper_levels():
     assert stack.heading(1, "  ") == ("Title",)  # a blank heading opens nothing
 
 
+def test_a_derived_title_is_its_heading_with_whitespace_collapsed(make_block):
+    # A heading a PDF line break split over two lines: the breadcrumb holds one title per line,
+    # so a title with a line break in it would read as two titles neither of which is a section.
+    blocks = _levelled(make_block, [
+        ("heading", "Results\n and  discussion", 1), ("paragraph", words(5, "intro"), None),
+        ("heading", "Tables", 2), ("paragraph", words(5, "rows"), None),
+    ])
+    result = run_engine(blocks, heading_context=True, min_tokens=0, max_tokens=12)
+    assert [c.section_path for c in result.chunks] == [
+        ["Results and discussion"], ["Results and discussion", "Tables"]]
+    first, second = result.chunks
+    assert first.embed_text == first.text  # the chunk starts with its heading: no breadcrumb
+    assert second.embed_text.splitlines()[0] == "Results and discussion"
+
+
 def test_paths_derived_from_levels_when_no_block_has_one(make_block):
     blocks = _levelled(make_block, [
         ("heading", "Guide", 1), ("paragraph", words(5, "intro"), None),
