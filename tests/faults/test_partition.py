@@ -12,10 +12,11 @@ Then, mid-burst, the switch port of a host that holds messages goes down (its ve
 bridge): its worker keeps running with no carrier. Once the other hosts took over what it held,
 the port comes back. Asserted: the cut worker was alive with its link down; every message it held
 was delivered to another host within the bound docs/operations.md states (lease timeout + one
-sweep interval + a task's run for a slot to free: 9 s with this test's lease of 1 s / 5 s); its
-late acknowledgements after the link returned deleted no entry another host held (replayed from
-``MONITOR``: each ``HDEL`` of the cut host found no entry, or one it wrote itself); every document
-ends stored once as SUCCESS, and nothing is left in the ``unacked`` hash or the queue.
+sweep interval + a task's run for a slot to free: 9 s with this test's lease of 1 s / 5 s), under
+a new delivery tag; its late acknowledgements after the link returned deleted no entry another
+host held (replayed from ``MONITOR``: each ``HDEL`` of the cut host found no entry, or one it
+wrote itself) and, whatever the timing, named no tag another host received; every document ends
+stored once as SUCCESS, and nothing is left in the ``unacked`` hash or the queue.
 
 Root and ``ip`` (iproute2) are required: the test fails, saying so, without them.
 """
@@ -345,6 +346,12 @@ def test_a_worker_host_cut_off_the_network_mid_burst(space: Any, report: Report)
             # ones); and no host ever deleted an entry another host wrote, but the sweep's moves
             foreign = [c for c in deletes_of_others(changes) if c.client == cut_host.address]
             assert foreign == [], f"the cut host deleted entries other hosts held: {foreign}"
+            # the new holder may have acknowledged before a late ack arrives, so the replay alone can
+            # miss a fault: whatever the timing, a late ack must name no tag another host received
+            received_by_others = {c.tag for c in changes
+                                  if c.command == "HSET" and c.client != cut_host.address}
+            named = [c for c in late_acks() if c.tag in received_by_others]
+            assert named == [], f"late acks of the cut host name tags other hosts received: {named}"
             new_tags = {c.tag for c in changes if c.command == "HSET" and c.client != cut_host.address
                         and c.document in held.values() and c.at > cut_at}
             assert not new_tags & set(held), "a message put back kept its delivery tag"
