@@ -36,6 +36,8 @@ SslCertReqs = Literal["required", "optional", "none"]
 # deep inside kombu or redis-py (a traceback, or a 30 s wait for "localhost" as a scheme).
 REDIS_SCHEMES = ("redis", "rediss", "unix", "sentinel")
 URL_FORMS = "redis://host:6379/0, rediss:// (TLS), unix:///path/to/redis.sock or sentinel://host:26379"
+# A lease outlives this many renewal intervals (two renewals may be late or lost).
+LEASE_RENEWALS_PER_TIMEOUT = 3
 _URL_PASSWORD = re.compile(r"(://[^:@/;]*:)[^@/;]+@")
 
 
@@ -108,9 +110,11 @@ def check_redis_url(url: str) -> str:
 class Settings(BaseSettings):
     """All knobs of the worker fleet and its producer client.
 
-    Time limits are validated against the visibility timeout: a task that may run longer than
-    half the Redis visibility timeout risks being delivered to a second worker while the first
-    is still on it (acks_late keeps the message unacknowledged for the whole run).
+    With the lease off (``lease_interval=0``), time limits are validated against the visibility
+    timeout: a task that may run longer than half the Redis visibility timeout risks being
+    delivered to a second worker while the first is still on it (acks_late keeps the message
+    unacknowledged for the whole run). With the lease on, the holder renews the message while
+    its task runs, so the lease timeout is bounded by the renewal interval instead.
     """
 
     model_config = SettingsConfigDict(
@@ -152,6 +156,15 @@ class Settings(BaseSettings):
     # (schemas.tokenizers.TokenizerSpec, sha256 required); loaded before the pool forks.
     tokenizers: dict[str, TokenizerSpec] = Field(default_factory=dict)
 
+    # --- Partitions and leases (worker/lease.py; docs/operations.md "Partitions and leases") ---
+    # The worker parent renews, every lease_interval seconds, the messages it holds; one whose
+    # holder stopped renewing for lease_timeout seconds (host gone, cut off the network) is put back
+    # in its queue by another worker. With the lease on, lease_timeout is the transport's visibility
+    # timeout and the hard time limit no longer bounds it; lease_interval = 0 turns the lease off
+    # (then visibility_timeout applies, at least twice the hard time limit).
+    lease_interval: float = Field(default=10.0, ge=0, le=600)
+    lease_timeout: float = Field(default=60.0, ge=1, le=86_400)
+
     @field_validator("tokenizers")
     @classmethod
     def _declared_tokenizers(cls, value: dict[str, TokenizerSpec]) -> dict[str, TokenizerSpec]:
@@ -187,7 +200,13 @@ class Settings(BaseSettings):
                 f"soft_time_limit ({self.soft_time_limit}) must be below hard_time_limit "
                 f"({self.hard_time_limit})"
             )
-        if self.hard_time_limit * 2 > self.visibility_timeout:
+        if self.lease_interval and self.lease_timeout < LEASE_RENEWALS_PER_TIMEOUT * self.lease_interval:
+            raise ValueError(
+                f"lease_timeout ({self.lease_timeout:g}) must be at least {LEASE_RENEWALS_PER_TIMEOUT} "
+                f"lease_interval ({self.lease_interval:g}), or a late renewal hands a held message to "
+                "another worker"
+            )
+        if not self.lease_interval and self.hard_time_limit * 2 > self.visibility_timeout:
             raise ValueError(
                 f"hard_time_limit ({self.hard_time_limit}) must be at most half the Redis "
                 f"visibility_timeout ({self.visibility_timeout}), or long tasks are delivered twice"
@@ -198,6 +217,16 @@ class Settings(BaseSettings):
         if sentinel and not self.sentinel_master:
             raise ValueError("sentinel:// URLs need LONGPARSER_SENTINEL_MASTER (the monitored master's name)")
         return self
+
+    @property
+    def lease_enabled(self) -> bool:
+        """True when workers renew what they hold (``lease_interval`` > 0)."""
+        return self.lease_interval > 0
+
+    @property
+    def effective_visibility_timeout(self) -> float:
+        """Seconds after which an unacknowledged message nobody renewed goes back to its queue."""
+        return self.lease_timeout if self.lease_enabled else self.visibility_timeout
 
     def explicitly_set(self, name: str) -> bool:
         """True when ``name`` came from the environment, ``.env`` or a keyword, not a default.

@@ -24,8 +24,23 @@ BACKEND_RETRIES = 40
 BACKEND_MAX_SLEEP_MS = 3000
 
 
+def _lease_options(settings: Settings) -> dict[str, Any]:
+    """kombu's sweep of unacknowledged messages, paced by the lease (docs/operations.md).
+
+    kombu puts back the entries of the ``unacked`` index older than the visibility timeout in a
+    sweep every ``unacked_restore_interval`` x ``unacked_restore_throttle`` seconds (100 s by
+    default) under a Redis lock that expires after ``unacked_mutex_expire`` (300 s). With the
+    lease, every worker sweeps once per renewal interval, and a lock left by a worker cut off
+    mid-sweep blocks the others for one interval at most.
+    """
+    if not settings.lease_enabled:
+        return {}
+    return {"unacked_restore_interval": settings.lease_interval, "unacked_restore_throttle": 1,
+            "unacked_mutex_expire": max(1.0, settings.lease_interval)}
+
+
 def _transport_options(settings: Settings, url: str) -> dict[str, Any]:
-    options: dict[str, Any] = {"visibility_timeout": settings.visibility_timeout}
+    options: dict[str, Any] = {"visibility_timeout": settings.effective_visibility_timeout}
     if settings.celery_key_prefix:
         options["global_keyprefix"] = settings.celery_key_prefix
     if url.startswith(SENTINEL_SCHEME):
@@ -67,9 +82,11 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     """Celery settings (lower-case names) for ``settings``.
 
     Invariants: JSON is the only serializer anywhere (no pickle: a payload can never execute
-    code); hard time limit <= visibility_timeout / 2 (validated by :class:`Settings`), so a
-    running task is not delivered twice; ``acks_late`` + ``reject_on_worker_lost`` so a task
-    whose child process dies is redelivered (acks_late alone acks it on child loss). A worker
+    code); a running task is not delivered twice: its worker renews the lease of its message
+    (worker/lease.py) well within the lease timeout, the transport's visibility timeout, or,
+    with the lease off, hard time limit <= visibility_timeout / 2 (validated by
+    :class:`Settings`); ``acks_late`` + ``reject_on_worker_lost`` so a task whose child process
+    dies is redelivered (acks_late alone acks it on child loss). A worker
     never gives up reconnecting to its broker, and Celery's own backend writes wait out an
     outage like the store's. The document store is the source of truth for outcomes, so Celery
     keeps no return value and no STARTED state (two Redis writes per task that nobody read):
@@ -83,7 +100,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         # instead of base64 (a third smaller, and no encode/decode per message); every message
         # says how its body is encoded, so a queue may hold both kinds.
         "broker_transport_options": {**_transport_options(settings, settings.broker_url),
-                                     "body_encoding": None},
+                                     **_lease_options(settings), "body_encoding": None},
         "result_backend_transport_options": _transport_options(settings, settings.result_url),
         "broker_connection_retry_on_startup": True,
         "broker_connection_retry": True,

@@ -59,7 +59,9 @@ def masked(url: str) -> str:
     return ";".join(maybe_sanitize_url(part) for part in url.split(";"))
 
 
-def _client_options(settings: Settings) -> dict[str, Any]:
+def _client_options(settings: Settings, timeout: float | None = None) -> dict[str, Any]:
+    if timeout is not None:
+        return {"socket_connect_timeout": timeout, "socket_timeout": timeout, "health_check_interval": 30}
     return {"socket_connect_timeout": 5, "socket_timeout": 30, "health_check_interval": 30}
 
 
@@ -77,9 +79,13 @@ def sentinel_hosts(url: str) -> tuple[list[tuple[str, int]], str | None, int]:
     return hosts, password, db
 
 
-def redis_client(url: str, settings: Settings) -> redis.Redis:
-    """A client for ``url``: plain, TLS, unix socket, or the current master behind Sentinel."""
-    options = _client_options(settings)
+def redis_client(url: str, settings: Settings, *, timeout: float | None = None) -> redis.Redis:
+    """A client for ``url``: plain, TLS, unix socket, or the current master behind Sentinel.
+
+    ``timeout``: seconds for connecting and for each reply (default 5 and 30), for callers that
+    must give up sooner (the lease renewal of worker/lease.py).
+    """
+    options = _client_options(settings, timeout)
     if url.startswith(SENTINEL_SCHEME):
         hosts, password, db = sentinel_hosts(url)
         master_options = dict(options)

@@ -6,7 +6,7 @@ Building the app connects its worker signals (the start-up checks, and each proc
 :class:`~worker.context.WorkerContext`), adds the worker step that waits for the pool processes to
 build it before consuming (:mod:`worker.readiness`) and, on a Redis broker, the consumer step that
 requeues what the worker held when its broker connection dropped (:mod:`worker.restore`,
-:mod:`worker.transport`).
+:mod:`worker.transport`) and the one that renews the leases of what it holds (:mod:`worker.lease`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from config.settings import Settings, SettingsError, get_settings
 from service.celeryconfig import celery_config
 from worker import signals
 from worker.context import WorkerContext
+from worker.lease import LeaseRenewer, RenewLeases
 from worker.readiness import PoolReadiness, WaitForPoolProcesses
 from worker.restore import RestoreHeldMessages
 from worker.transport import transport_for
@@ -28,11 +29,13 @@ TASK_MODULES = ["tasks.chunk"]
 
 class LongParserCelery(Celery):
     """A Celery app that carries its process's :class:`WorkerContext` (None until built), in a
-    worker the pool's :class:`PoolReadiness`, and the worker signal handlers connected for it
-    (:func:`worker.signals.connect`)."""
+    worker the pool's :class:`PoolReadiness`, its :class:`LeaseRenewer` (lease on, Redis broker;
+    its thread runs only in a consuming worker parent), and the worker signal handlers connected
+    for it (:func:`worker.signals.connect`)."""
 
     context: WorkerContext | None = None
     pool_readiness: PoolReadiness | None = None
+    lease_renewer: LeaseRenewer | None = None
     signal_handlers: tuple[Callable[..., None], ...] = ()
 
 
@@ -44,6 +47,9 @@ def create_app(settings: Settings, *, main: str = "longparser") -> LongParserCel
     if transport is not None:  # the Redis transports that hold what they could not restore
         celery_app.conf.broker_transport = transport
         celery_app.steps["consumer"].add(RestoreHeldMessages)
+        if settings.lease_enabled:  # renewed by the worker parent once it consumes
+            celery_app.lease_renewer = LeaseRenewer(settings)
+            celery_app.steps["consumer"].add(RenewLeases)
     celery_app.steps["worker"].add(WaitForPoolProcesses)
     signals.connect(celery_app, settings)
     return celery_app

@@ -4,7 +4,8 @@ The fleet's guarantees (docs/operations.md: nothing lost when Redis restarts, go
 worker is stopped) rest on behaviours of kombu's Redis transport and Celery's worker that their
 public API does not offer. Each is reached here through one accessor whose comment names the
 upstream issue, or the upstream behaviour, it works around; :mod:`worker.transport`,
-:mod:`worker.restore`, :mod:`worker.signals` and :mod:`tasks.chunk` use only these.
+:mod:`worker.restore`, :mod:`worker.lease`, :mod:`worker.signals` and :mod:`tasks.chunk` use
+only these.
 
 Two checks keep an upgrade from switching a guarantee off without an error:
 
@@ -180,6 +181,70 @@ def is_detached(qos: Any) -> bool:
     """
     transport = qos.channel.connection
     return transport is None or transport.client is None
+
+
+# --------------------------------------------------------------------------- kombu: leases, fencing
+#
+# kombu's ``unacked_index`` scores each held message with the time it was delivered, and its
+# ``QoS.restore_visible`` sweep (every worker, periodically) puts back the messages whose score
+# is older than the visibility timeout, whoever holds them: a message is handed on after the
+# visibility timeout even when its holder is alive and still running its task. Renewed scores
+# turn that into a lease (worker/lease.py). A message kombu puts back keeps its delivery tag,
+# so the old holder's late acknowledgement (an ``HDEL`` of that tag) deletes the entry of the
+# worker that received it since: if that one then dies, its message is gone. Upstream, the
+# hand-on of messages a live worker still runs is celery/celery#5935 and celery/kombu#337 (both
+# open: the score is the delivery time and nothing renews it); kombu has no fencing.
+
+
+def lease_key(qos: Any) -> str:
+    """The Redis key of ``qos``'s ``unacked_index``, with kombu's global key prefix.
+
+    ``unacked_index_key`` and ``global_keyprefix`` are transport options (documented); kombu's
+    own clients add the prefix themselves, a plain redis-py client needs the whole key.
+    """
+    channel = qos.channel
+    return f"{channel.global_keyprefix or ''}{channel.unacked_index_key}"
+
+
+def renew_leases(client: Any, key: str, tags: Iterable[Any], now: float) -> int:
+    """Renew the lease of every message in ``tags``: score = ``now`` in the ``unacked_index``.
+
+    ``ZADD ... XX`` changes only entries that exist: a message already put back (by the sweep of
+    another worker, or acknowledged meanwhile) gets no entry back. One command for all tags.
+    Returns how many were renewed (``CH``: a score that changed).
+    """
+    scores = {tag: now for tag in tags}
+    if not scores:
+        return 0
+    return int(client.zadd(key, scores, xx=True, ch=True))
+
+
+def with_fresh_delivery_tag(channel: Any, payload: Any) -> Any:
+    """``payload`` (a message as the transport stores it) with a new delivery tag.
+
+    kombu makes a delivery tag when a message is published (``Channel._next_delivery_tag`` in
+    ``_inplace_augment_message``, stored in ``properties``) and reuses it when the message is put
+    back. A fresh one fences the old holder off: its late acknowledgement deletes a tag nobody
+    holds any more. The payload's ``properties`` are copied, not changed in place.
+    """
+    if not isinstance(payload, dict) or not isinstance(payload.get("properties"), dict):
+        return payload
+    return {**payload, "properties": {**payload["properties"], "delivery_tag": channel._next_delivery_tag()}}
+
+
+class FreshTagOnRestore:
+    """Channel mixin: every message this channel puts back in its queue gets a new delivery tag.
+
+    Every way kombu's Redis transport puts a message back (``QoS.restore_by_tag``: the periodic
+    sweep, a reject with requeue, the restore at close; ``Channel._restore``; and
+    :func:`push_raw_message`) goes through ``Channel._do_restore_message``, which kombu calls
+    with positional arguments; the override keeps its signature.
+    """
+
+    def _do_restore_message(self, payload: Any, exchange: Any, routing_key: Any, pipe: Any,
+                            leftmost: bool = False) -> Any:
+        return super()._do_restore_message(  # type: ignore[misc]
+            with_fresh_delivery_tag(self, payload), exchange, routing_key, pipe, leftmost)
 
 
 class ReusedClient:
@@ -367,7 +432,8 @@ INTERNALS: tuple[Internal, ...] = (
     Internal(kombu_redis.QoS, "_remove_from_indices", ("self", "delivery_tag")),
     Internal(kombu_redis.QoS, "restore_by_tag", ("self", "tag", "client", "leftmost")),
     Internal(kombu_redis.Channel, "_do_restore_message",
-             ("self", "payload", "exchange", "routing_key", "pipe")),
+             ("self", "payload", "exchange", "routing_key", "pipe", "leftmost")),
+    Internal(virtual.Channel, "_next_delivery_tag", ("self",)),
     Internal(kombu_redis.Channel, "_create_client", ("self",)),
     Internal(virtual.Channel, "__init__", ("self", "connection")),
     Internal(kombu_base.Transport, "client"),

@@ -14,6 +14,12 @@ worker with "Unrecoverable error: AttributeError"):
   the ``unacked`` hash could not be written: only this process has it now (the fault suite lost
   one document this way in about one Redis stop out of five).
 
+Two more, for a fleet of hosts (docs/operations.md, "Partitions and leases"): a message this
+transport puts back in its queue gets a new delivery tag (``compat.FreshTagOnRestore``), so the
+late acknowledgement of a holder that was cut off deletes nothing the next holder has; and the
+periodic sweep that puts back messages nobody renewed (kombu's ``restore_visible``) waits while
+this worker's own lease renewals fail (:mod:`worker.lease`).
+
 :class:`HoldingQoS` keeps what it could not restore (for :class:`worker.restore.RestoreHeldMessages`
 to put back on reconnect), keeps the raw message whose unacked entry could not be written
 (``unwritten``: it is pushed back to its queue unless its task runs and is acknowledged), and
@@ -41,6 +47,9 @@ class HoldingQoS(compat.RedisQoS):
 
     #: the QoS of the channel that replaced this one after a reconnect (set by RestoreHeldMessages)
     successor: HoldingQoS | None = None
+    #: the worker's lease renewer (worker/lease.py) once it renews what this QoS holds: it says
+    #: when this worker may put back messages that others stopped renewing
+    lease: Any = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -71,7 +80,10 @@ class HoldingQoS(compat.RedisQoS):
 
     def restore_visible(self, *args: Any, **kwargs: Any) -> None:
         # Periodic (every few polls): a Redis refusing writes (OOM under noeviction, READONLY
-        # during a failover) must not stop the worker; the next cycle tries again.
+        # during a failover) must not stop the worker; the next cycle tries again. A worker whose
+        # own renewals failed lately does not sweep: the other holders may not have renewed yet.
+        if self.lease is not None and not self.lease.may_sweep():
+            return
         try:
             super().restore_visible(*args, **kwargs)
         except redis.exceptions.ResponseError as exc:
@@ -128,7 +140,7 @@ class HoldingQoS(compat.RedisQoS):
             raise
 
 
-class Channel(compat.ReusedClient, compat.RedisChannel):
+class Channel(compat.FreshTagOnRestore, compat.ReusedClient, compat.RedisChannel):
     QoS = HoldingQoS
 
 
@@ -136,7 +148,7 @@ class Transport(compat.RedisTransport):
     Channel = Channel
 
 
-class SentinelChannel(compat.ReusedClient, compat.RedisSentinelChannel):
+class SentinelChannel(compat.FreshTagOnRestore, compat.ReusedClient, compat.RedisSentinelChannel):
     QoS = HoldingQoS
 
 

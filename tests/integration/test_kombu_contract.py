@@ -15,6 +15,10 @@ them fails here before it reaches the fault suite:
   running one held, and that one's acknowledgement goes through the new channel;
 * a message taken off its queue whose ``unacked`` entry cannot be written (Redis refusing
   writes) is kept in memory and put back once Redis accepts writes;
+* a message put back (by another worker's sweep) gets a new delivery tag, so the late
+  acknowledgement of a holder that was cut off removes nothing its next holder has (kombu's own
+  transport keeps the tag); a renewed lease keeps a held message from the sweep, a lapsed one is
+  put back, and a renewal never brings back an entry that is gone;
 * Celery's running-request set and ``Request.message`` as the restore step reads them; kombu's
   JSON marker as the worker's decoder relies on it.
 
@@ -139,8 +143,8 @@ class Consumer:
         return message
 
 
-def connect(server: Server, key_prefix: str = "") -> Consumer:
-    settings = Settings(broker_url=server.url, result_url=server.url, celery_key_prefix=key_prefix)
+def connect(server: Server, key_prefix: str = "", **values: Any) -> Consumer:
+    settings = Settings(broker_url=server.url, result_url=server.url, celery_key_prefix=key_prefix, **values)
     config = celery_config(settings)
     connection = Connection(server.url, transport=transport_for(server.url),
                             transport_options={**config["broker_transport_options"], "socket_timeout": 2,
@@ -276,6 +280,86 @@ def check_unwritten_entry(server: Server) -> None:
     consumer.connection.close()
 
 
+# A lease short enough to run out within a test: renewals every 0.2 s, put back after 1 s.
+SHORT_LEASE = {"lease_interval": 0.2, "lease_timeout": 1}
+
+
+def sweep(consumer: Consumer) -> None:
+    """One run of kombu's periodic sweep of the unacked index (every call, no throttle)."""
+    consumer.qos.restore_visible(interval=1)
+
+
+def tags_of(keys: Keys) -> list[str]:
+    return [payload["properties"]["delivery_tag"] for payload in keys.queued]
+
+
+def check_fenced_redelivery(server: Server) -> None:
+    """A holder cut off past its lease: another worker's sweep puts its message back with a new
+    delivery tag, so the old holder's late acknowledgement deletes nothing the new holder has."""
+    cut = connect(server, **SHORT_LEASE)
+    publish(cut, {"n": 1})
+    late = cut.get()
+    time.sleep(SHORT_LEASE["lease_timeout"] + 0.3)  # no renewal: the lease runs out
+    other = connect(server, **SHORT_LEASE)
+    sweep(other)
+    keys = read(server)
+    assert bodies(keys) == [{"n": 1}] and redelivered(keys) == [True], "put back by the other's sweep"
+    assert tags_of(keys) != [late.delivery_tag], "put back with a new delivery tag"
+    taken = other.get()
+    assert read(server).unacked == {taken.delivery_tag}
+    late.ack()  # the cut holder comes back and acknowledges its old delivery
+    keys = read(server)
+    assert keys.unacked == keys.indexed == {taken.delivery_tag}, "the late ack removed the new holder's entry"
+    taken.ack()
+    keys = read(server)
+    assert keys.queued == [] and keys.unacked == keys.indexed == set()
+    for consumer in (cut, other):
+        consumer.connection.close()
+
+
+def check_stock_kombu_keeps_the_tag(server: Server) -> None:
+    """Why the fence: kombu's own transport puts a message back under the tag it had."""
+    connection = Connection(server.url, transport_options={"visibility_timeout": 1})
+    server.connections.append(connection)
+    channel = connection.channel()
+    queue = Queue(QUEUE, Exchange(QUEUE, type="direct"), routing_key=QUEUE)(channel)
+    queue.declare()
+    Producer(channel, exchange=queue.exchange, routing_key=QUEUE).publish({"n": 1}, serializer="json")
+    held = queue.get(no_ack=False)
+    time.sleep(1.3)
+    channel.qos.restore_visible(interval=1)
+    assert tags_of(read(server)) == [held.delivery_tag]
+    connection.close()
+
+
+def check_lease_renewal(server: Server, key_prefix: str = "") -> None:
+    """Renewed leases keep a held message from the sweep; once renewals stop it is put back, and
+    a renewal after that does not bring its entry back."""
+    from worker.lease import LeaseRenewer
+
+    holder = connect(server, key_prefix, **SHORT_LEASE)
+    renewer = LeaseRenewer(Settings(broker_url=server.url, result_url=server.url, **SHORT_LEASE))
+    renewer.hold(holder.qos)
+    client = server.client()
+    publish(holder, {"n": 1})
+    running = holder.get()
+    other = connect(server, key_prefix, **SHORT_LEASE)
+    deadline = time.monotonic() + 2.5 * SHORT_LEASE["lease_timeout"]
+    while time.monotonic() < deadline:  # renewed past two lease timeouts, swept all along
+        assert renewer.renew(client) == 1
+        sweep(other)
+        time.sleep(SHORT_LEASE["lease_interval"])
+    keys = read(server, key_prefix)
+    assert keys.queued == [] and keys.unacked == keys.indexed == {running.delivery_tag}, "renewed: kept"
+    time.sleep(SHORT_LEASE["lease_timeout"] + 0.3)  # renewals stop
+    sweep(other)
+    keys = read(server, key_prefix)
+    assert bodies(keys) == [{"n": 1}] and keys.unacked == keys.indexed == set(), "not renewed: put back"
+    assert renewer.renew(client) == 0 and read(server, key_prefix).indexed == set(), "no entry renewed back"
+    for consumer in (holder, other):
+        consumer.connection.close()
+
+
 def check_celery_request_bookkeeping(server: Server) -> None:
     from celery import Celery
     from celery.worker.request import Request
@@ -332,6 +416,20 @@ def test_a_message_whose_unacked_entry_cannot_be_written_is_kept_and_put_back(se
     check_unwritten_entry(server)
 
 
+def test_a_late_ack_of_a_holder_cut_off_removes_nothing_the_next_holder_has(server: Server) -> None:
+    check_fenced_redelivery(server)
+
+
+def test_kombu_itself_puts_a_message_back_under_its_old_tag(server: Server) -> None:
+    check_stock_kombu_keeps_the_tag(server)
+
+
+@pytest.mark.parametrize("key_prefix", ["", "lp-contract:"], ids=["no-prefix", "global-keyprefix"])
+def test_a_renewed_lease_keeps_a_message_held_and_a_lapsed_one_is_put_back(server: Server,
+                                                                           key_prefix: str) -> None:
+    check_lease_renewal(server, key_prefix)
+
+
 def test_celery_tracks_running_requests_by_their_message(server: Server) -> None:
     check_celery_request_bookkeeping(server)
 
@@ -355,6 +453,9 @@ BROKEN: list[tuple[str, Callable[..., Any], Callable[[Server], None]]] = [
     ("forget_delivery", _noop, check_restore_on_reconnect),
     ("push_raw_message", _noop, check_unwritten_entry),
     ("record_in_memory", _noop, check_unwritten_entry),
+    ("with_fresh_delivery_tag", lambda channel, payload: payload, check_fenced_redelivery),
+    ("renew_leases", lambda client, key, tags, now: len(list(tags)), check_lease_renewal),
+    ("lease_key", lambda qos: "elsewhere", check_lease_renewal),
     ("running_delivery_tags", lambda: set(), check_celery_request_bookkeeping),
     ("release_request", _noop, check_celery_request_bookkeeping),
 ]

@@ -83,13 +83,14 @@ def test_each_internal_removed_is_named_in_one_line(internal: compat.Internal,
 
 
 def test_a_reordered_signature_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    def reordered(self: Any, exchange: str, routing_key: str, payload: Any, pipe: Any) -> None:
+    def reordered(self: Any, exchange: str, routing_key: str, payload: Any, pipe: Any,
+                  leftmost: bool = False) -> None:
         raise AssertionError("never called by the check")
 
     monkeypatch.setattr(kombu_redis.Channel, "_do_restore_message", reordered)
     assert compat.internal_problems() == [
         "kombu.transport.redis.Channel._do_restore_message takes (self, exchange, routing_key, payload, "
-        "pipe), not (self, payload, exchange, routing_key, pipe, ...)"]
+        "pipe, leftmost), not (self, payload, exchange, routing_key, pipe, leftmost, ...)"]
 
 
 def test_accepting_untested_dependencies_is_one_warning(monkeypatch: pytest.MonkeyPatch,

@@ -70,7 +70,10 @@ def test_get_settings_is_cached_until_cleared(monkeypatch: pytest.MonkeyPatch) -
     ("env", "fragment"),
     [
         ({"LONGPARSER_SOFT_TIME_LIMIT": "400"}, "soft_time_limit (400) must be below hard_time_limit"),
-        ({"LONGPARSER_HARD_TIME_LIMIT": "2000"}, "at most half the Redis visibility_timeout (3600)"),
+        ({"LONGPARSER_HARD_TIME_LIMIT": "2000", "LONGPARSER_LEASE_INTERVAL": "0"},
+         "at most half the Redis visibility_timeout (3600)"),
+        ({"LONGPARSER_LEASE_INTERVAL": "30"}, "lease_timeout (60) must be at least 3 lease_interval (30)"),
+        ({"LONGPARSER_LEASE_INTERVAL": "-1"}, "lease_interval (LONGPARSER_LEASE_INTERVAL='-1'): Input"),
         ({"LONGPARSER_SEMANTIC_QUEUE": "chunking"}, "must differ"),
         ({"LONGPARSER_KEY_PREFIX": "bad prefix"}, "key_prefix (LONGPARSER_KEY_PREFIX='bad prefix'): String"),
         ({"LONGPARSER_LOG_LEVEL": "LOUD"}, "log_level (LONGPARSER_LOG_LEVEL='LOUD'): Input should be"),
@@ -140,11 +143,30 @@ def test_celery_config_is_json_only_and_safe() -> None:
     assert config["worker_proc_alive_timeout"] == 60
     assert config["task_soft_time_limit"] < config["task_time_limit"]
     visibility = config["broker_transport_options"]["visibility_timeout"]
-    assert config["result_backend_transport_options"]["visibility_timeout"] == visibility == 3600
-    assert config["task_time_limit"] * 2 <= visibility
+    # the lease (on by default): renewed every 10 s, put back after 60 s, swept every 10 s
+    assert config["result_backend_transport_options"]["visibility_timeout"] == visibility == 60
+    assert {key: config["broker_transport_options"][key] for key in (
+        "unacked_restore_interval", "unacked_restore_throttle", "unacked_mutex_expire")} == {
+        "unacked_restore_interval": 10, "unacked_restore_throttle": 1, "unacked_mutex_expire": 10}
     assert [queue.name for queue in config["task_queues"]] == ["chunking"]
     assert "broker_use_ssl" not in config
     assert "global_keyprefix" not in config["broker_transport_options"]
+
+
+def test_without_the_lease_the_visibility_timeout_outlasts_the_hard_time_limit() -> None:
+    config = celery_config(Settings(lease_interval=0))
+    options = config["broker_transport_options"]
+    assert options["visibility_timeout"] == 3600 and config["task_time_limit"] * 2 <= 3600
+    assert not {"unacked_restore_interval", "unacked_restore_throttle", "unacked_mutex_expire"} & set(options)
+
+
+def test_with_the_lease_the_hard_time_limit_no_longer_bounds_the_visibility_timeout() -> None:
+    settings = Settings(hard_time_limit=7200, soft_time_limit=7000, lease_interval=2, lease_timeout=6)
+    options = celery_config(settings)["broker_transport_options"]
+    assert options["visibility_timeout"] == settings.effective_visibility_timeout == 6
+    assert options["unacked_restore_interval"] == 2 and options["unacked_mutex_expire"] == 2
+    assert celery_config(Settings(lease_interval=0.5, lease_timeout=2))["broker_transport_options"][
+        "unacked_mutex_expire"] == 1  # a lock of at least a second
 
 
 def test_celery_config_tls_password_and_key_prefix() -> None:
@@ -181,7 +203,7 @@ def test_sentinel_urls_carry_the_master_name_everywhere() -> None:
     config = celery_config(Settings(broker_url=url, result_url=url, sentinel_master="lp-master"))
     for options in (config["broker_transport_options"], config["result_backend_transport_options"]):
         assert options["master_name"] == "lp-master"
-        assert options["visibility_timeout"] == 3600
+        assert options["visibility_timeout"] == 60
     assert config["broker_url"] == config["result_backend"] == url
     assert "broker_use_ssl" not in config
     tls = celery_config(Settings(broker_url=url, result_url=url, sentinel_master="m", sentinel_tls=True))
