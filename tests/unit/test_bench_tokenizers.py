@@ -17,6 +17,7 @@ def test_the_tokenizer_bench_prints_its_rows(capsys: Any) -> None:
     out = capsys.readouterr().out
     assert "counters: bpe-hf SegmentCounter, bpe-tiktoken SegmentCounter" in out
     for stream in ("gen_blocks", "diverse"):
-        for mode in ("default", "strict, bpe-hf (cold memo)", "strict, bpe-tiktoken (cold memo)"):
+        for mode in ("default", "strict, bpe-hf (cold memo)", "strict, bpe-tiktoken (cold memo)",
+                     "strict, bpe-tiktoken (segments known)", "strict, bpe-tiktoken (all remembered)"):
             rows = [line for line in out.splitlines() if line.split()[:1] == [stream]]
             assert any(mode in row for row in rows), (stream, mode)
