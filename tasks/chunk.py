@@ -24,10 +24,11 @@ Failure policy:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from celery.exceptions import Reject
 from celery.worker.request import Request
@@ -37,10 +38,33 @@ from longparser import chunk_request
 from schemas import ChunkRequest
 from schemas.config import BUILTIN_COUNTERS, is_path_like
 from service.keys import TASK_NAME, is_valid_document_id
+from service.payloads import (
+    CorruptPayload,
+    MalformedReference,
+    MissingPayload,
+    RedisPayloads,
+    Reference,
+    is_reference_message,
+    parse_reference,
+)
 from service.retry import call_with_retry, is_transient
 from service.store import failure_record, success_record_json
-from tasks.errors import ChunkingFailed, ChunkTaskError, RequestRefused, SemanticUnavailable, StoreUnavailable
-from tasks.payload import check_size, validate_payload
+from tasks.errors import (
+    ChunkingFailed,
+    ChunkTaskError,
+    ReferenceCorrupt,
+    ReferenceMissing,
+    RequestRefused,
+    SemanticUnavailable,
+    StoreUnavailable,
+)
+from tasks.payload import (
+    check_encoded_size,
+    check_size,
+    inline_limit,
+    validate_json_payload,
+    validate_payload,
+)
 from worker import celery_compat
 from worker.celery_app import app
 from worker.context import WorkerContext
@@ -48,6 +72,7 @@ from worker.context import WorkerContext
 logger = logging.getLogger(__name__)
 
 Report = Callable[[str, dict[str, Any]], None]
+T = TypeVar("T")
 # The parent blocks its event loop while it stores a hard-time-limit FAILURE record: keep it short.
 PARENT_STORE_WINDOW_S = 10.0
 
@@ -92,8 +117,9 @@ def _raw_block_count(payload: Any) -> int:
     return len(blocks) if isinstance(blocks, list) else 0
 
 
-def _write(context: WorkerContext, what: str, write: Callable[[], str]) -> str:
-    """One store write, waiting out transient errors for the store retry window."""
+def _write(context: WorkerContext, what: str, write: Callable[[], T]) -> T:
+    """One store call (a write, or the read of a referenced request), waiting out transient
+    errors for the store retry window."""
     try:
         return call_with_retry(write, window=context.settings.store_retry_window, what=what,
                                waits=context.waits)
@@ -113,14 +139,70 @@ def _store_failure(context: WorkerContext, document_id: str | None, task_id: str
     _write(context, f"storing the failure of {document_id}", lambda: context.store.save_record(record))
 
 
-def _prepare(payload: Any, settings: Settings, report: Report) -> ChunkRequest:
-    check_size(payload, settings.max_payload_bytes)
-    report("validating", {"document_id": raw_document_id(payload), "blocks": _raw_block_count(payload),
-                          "chunks": 0})
-    request = validate_payload(payload)
+def _payloads(context: WorkerContext) -> RedisPayloads:
+    """The referenced requests' store: the result store's Redis, prefix and TTL."""
+    return RedisPayloads(context.store.client, context.store.prefix, context.store.ttl)
+
+
+def _check_request(request: ChunkRequest, settings: Settings) -> ChunkRequest:
     check_semantic(request, settings)
     check_tokenizers(request, settings)
     return request
+
+
+def _prepare(payload: Any, settings: Settings, report: Report) -> ChunkRequest:
+    """An inline request (the message carries the whole ChunkRequest), checked."""
+    check_size(payload, *inline_limit(settings.max_payload_bytes, settings.max_inline_bytes))
+    report("validating", {"document_id": raw_document_id(payload), "blocks": _raw_block_count(payload),
+                          "chunks": 0})
+    return _check_request(validate_payload(payload), settings)
+
+
+def _reference_of(payload: dict[str, Any], settings: Settings) -> Reference:
+    try:
+        reference = parse_reference(payload, settings.key_prefix)
+    except MalformedReference as exc:
+        raise ReferenceCorrupt(str(exc)) from None
+    check_encoded_size(reference.bytes, settings.max_payload_bytes)
+    return reference
+
+
+def _prepare_referenced(document_id: str, reference: Reference, context: WorkerContext) -> ChunkRequest:
+    """A request sent by reference: read, checked (size, digest), validated straight from bytes."""
+    try:
+        data = _write(context, f"reading the request of {document_id}",
+                      lambda: _payloads(context).get(reference))
+    except MissingPayload as exc:
+        raise ReferenceMissing(str(exc)) from None
+    except CorruptPayload as exc:
+        raise ReferenceCorrupt(str(exc)) from None
+    request = validate_json_payload(data)
+    del data  # the request's bytes are not needed while it is chunked
+    if request.document_id != document_id:
+        raise ReferenceCorrupt(f"referenced request is document {request.document_id!r}, "
+                               f"not the message's {document_id!r}")
+    return _check_request(request, context.settings)
+
+
+def _stored_same_request(context: WorkerContext, document_id: str, reference: Reference) -> dict | None:
+    """The SUCCESS record of this very request (same digest), when one is stored."""
+    record = _write(context, f"reading the record of {document_id}",
+                    lambda: context.store.load_record(document_id))
+    if record and record.get("status") == "SUCCESS" and record.get("request_sha256") == reference.sha256:
+        return record
+    return None
+
+
+def _forget_reference(context: WorkerContext, reference: Reference | None, document_id: str | None) -> None:
+    """Delete a referenced request's bytes once its document's record is stored (best effort:
+    left behind, they expire with the result's TTL)."""
+    if reference is None:
+        return
+    try:
+        _payloads(context).delete(reference)
+    except Exception as exc:
+        logger.warning("document %s: the referenced request %s was not deleted (%s); it expires with "
+                       "LONGPARSER_RESULT_TTL", document_id, reference.key, exc)
 
 
 def run_chunk_job(
@@ -140,30 +222,56 @@ def run_chunk_job(
     """
     started = time.perf_counter()
     document_id = raw_document_id(payload)
-    if _raw_block_count(payload) < context.settings.progress_min_blocks:
+    referenced = is_reference_message(payload)
+    if not referenced and _raw_block_count(payload) < context.settings.progress_min_blocks:
         report = _no_report  # done before a progress state would be read: not worth 3 Redis writes
     if redelivered:
         context.counters.redelivered += 1
         logger.warning("document %s: redelivered task %s (redeliveries in this process: %d)",
                        document_id, task_id, context.counters.redelivered)
+    reference: Reference | None = None
     try:
-        request = _prepare(payload, context.settings, report)
+        if referenced:
+            reference = _reference_of(payload, context.settings)
+            request = _prepare_referenced(payload["document_id"], reference, context)
+            if len(request.blocks) < context.settings.progress_min_blocks:
+                report = _no_report
+        else:
+            request = _prepare(payload, context.settings, report)
         blocks = len(request.blocks)
         report("chunking", {"document_id": request.document_id, "blocks": blocks, "chunks": 0})
         result = chunk_request(request, context.resources)
-    except (ChunkTaskError, RequestRefused) as exc:
+    except ReferenceMissing as exc:
+        done = _stored_same_request(context, document_id, reference) if reference and document_id else None
+        if done is not None:  # a run of this very request stored its result, then consumed the bytes
+            logger.warning("document %s: task %s found its referenced request gone and the same "
+                           "request's result stored (task %s); nothing to do",
+                           document_id, task_id, done.get("task_id"))
+            return {"document_id": document_id, "status": "SUCCESS", "blocks": None, "chunks": None,
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+                    "result_key": None, "already_stored": True}
         _store_failure(context, document_id, task_id, exc)
         raise
+    except (ChunkTaskError, RequestRefused) as exc:
+        _store_failure(context, document_id, task_id, exc)
+        _forget_reference(context, reference, document_id)
+        raise
+    except StoreUnavailable:
+        raise  # reading a referenced request: left for redelivery, like a store write
     except Exception as exc:  # engine bug or SoftTimeLimitExceeded: fail visibly, JSON-safe
         failed = ChunkingFailed(f"{type(exc).__name__}: {exc}")
         logger.exception("document %s: chunking failed (task %s)", document_id, task_id)
         _store_failure(context, document_id, task_id, failed)
+        _forget_reference(context, reference, document_id)
         raise failed from exc
     chunks = len(result.chunks)
     report("storing", {"document_id": request.document_id, "blocks": blocks, "chunks": chunks})
-    record = success_record_json(request.document_id, task_id, result.model_dump_json())
+    record = success_record_json(request.document_id, task_id, result.model_dump_json(),
+                                 request_sha256=reference.sha256 if reference else None)
+    del result
     key = _write(context, f"storing {request.document_id}",
                  lambda: context.store.save_encoded(request.document_id, record))
+    _forget_reference(context, reference, request.document_id)
     duration_ms = round((time.perf_counter() - started) * 1000, 1)
     logger.info("chunked document %s: %d blocks -> %d chunks in %.1f ms (task %s)",
                 request.document_id, blocks, chunks, duration_ms, task_id)
@@ -181,6 +289,9 @@ def store_time_limit_failure(context: WorkerContext, payload: Any, task_id: str,
     record = failure_record(document_id, task_id, type(error).__name__, str(error))
     call_with_retry(lambda: context.store.save_record(record), window=PARENT_STORE_WINDOW_S,
                     what=f"storing the time-limit failure of {document_id}", waits=context.waits)
+    if is_reference_message(payload):
+        with contextlib.suppress(ChunkTaskError):
+            _forget_reference(context, _reference_of(payload, context.settings), document_id)
 
 
 class TimeLimitAwareRequest(Request):

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic import ValidationError
+
 from schemas import ChunkRequest, InputError, parse_input
 from schemas.config import is_path_like
 from tasks.errors import InvalidPayload, PayloadTooLarge
@@ -28,19 +30,32 @@ def encoded_size(payload: Any) -> int:
         raise InvalidPayload(f"payload is not JSON-serialisable: {exc}") from None
 
 
-def check_size(payload: Any, limit: int) -> int:
+MAX_PAYLOAD_SETTING = "LONGPARSER_MAX_PAYLOAD_BYTES"
+MAX_INLINE_SETTING = "LONGPARSER_MAX_INLINE_BYTES"
+
+
+def check_size(payload: Any, limit: int, setting: str = MAX_PAYLOAD_SETTING) -> int:
     """The payload's JSON size; raises :class:`PayloadTooLarge` above ``limit``."""
-    return check_encoded_size(encoded_size(payload), limit)
+    return check_encoded_size(encoded_size(payload), limit, setting)
 
 
-def check_encoded_size(size: int, limit: int) -> int:
-    """``size`` (bytes of compact JSON) checked against ``limit`` (:class:`PayloadTooLarge`)."""
+def check_encoded_size(size: int, limit: int, setting: str = MAX_PAYLOAD_SETTING) -> int:
+    """``size`` (bytes of compact JSON) checked against ``limit`` (:class:`PayloadTooLarge`);
+    ``setting`` names the variable that sets the limit."""
     if size > limit:
-        raise PayloadTooLarge(
-            f"payload is {size} bytes of JSON, over the {limit}-byte limit "
-            "(LONGPARSER_MAX_PAYLOAD_BYTES); split the document or raise the limit on producers and workers"
-        )
+        advice = ("send it by reference (the Python producer does above LONGPARSER_REFERENCE_THRESHOLD_BYTES)"
+                  if setting == MAX_INLINE_SETTING else
+                  "split the document or raise the limit on producers and workers")
+        raise PayloadTooLarge(f"payload is {size} bytes of JSON, over the {limit}-byte limit ({setting}); "
+                              f"{advice}")
     return size
+
+
+def inline_limit(max_payload_bytes: int, max_inline_bytes: int) -> tuple[int, str]:
+    """The limit of a request carried inside its message, and the setting that sets it."""
+    if max_inline_bytes < max_payload_bytes:
+        return max_inline_bytes, MAX_INLINE_SETTING
+    return max_payload_bytes, MAX_PAYLOAD_SETTING
 
 
 def validate_payload(payload: Any) -> ChunkRequest:
@@ -51,6 +66,30 @@ def validate_payload(payload: Any) -> ChunkRequest:
         return parse_input(payload)
     except InputError as exc:
         raise InvalidPayload(str(exc)) from None
+
+
+def validate_json_payload(data: bytes | str) -> ChunkRequest:
+    """A request's JSON (bytes or text) as a ChunkRequest, validated straight from the bytes.
+
+    pydantic parses and validates in one pass, without building the Python dicts and lists of
+    the document first. The rarer paths take the decoded form, so they behave exactly as
+    :func:`validate_payload`: an invalid request (its message names the block, which needs the
+    raw blocks) and a request without blocks (another input shape ``parse_input`` accepts).
+
+    Raises:
+        InvalidPayload: not JSON, or not a valid request (message names block and field).
+    """
+    try:
+        request = ChunkRequest.model_validate_json(data)
+    except ValidationError:
+        request = None
+    if request is not None and request.blocks:
+        return request
+    try:
+        decoded = json.loads(data)
+    except ValueError as exc:
+        raise InvalidPayload(f"payload is not JSON: {exc}") from None
+    return validate_payload(decoded)
 
 
 def refuse_tokenizer_paths(request: ChunkRequest) -> None:
