@@ -19,7 +19,9 @@ child), read from the workers' INFO log lines.
 
 ``--baseline-root DIR`` adds the same worker rows for another checkout (its ``worker`` and
 engine, started from DIR), measured in the same run with this checkout's producer: the before
-and after of a change on the same machine load.
+and after of a change on the same machine load. The baseline's documents always travel inline
+(an older worker does not follow references); this checkout's go by reference above
+``LONGPARSER_REFERENCE_THRESHOLD_BYTES``, as a deployed producer sends them.
 
 Usage:
     .venv/bin/python bench/bench_worker.py                     # 200 docs of 50 blocks, c=1 and c=2
@@ -307,7 +309,10 @@ def main(argv: list[str] | None = None) -> int:
     store.ping()
     roots = [("current", ROOT)] + ([("baseline", args.baseline_root.resolve())] if args.baseline_root else [])
     try:
-        with client.Producer(settings) as producer, \
+        # A baseline checkout may predate references: its documents travel inline, as it expects.
+        everything_inline = settings.model_copy(
+            update={"reference_threshold_bytes": settings.max_inline_bytes})
+        with client.Producer(settings) as producer, client.Producer(everything_inline) as inline, \
                 tempfile.TemporaryDirectory(prefix="lpbench-logs-") as logs:
             for blocks in args.blocks:
                 n = args.docs if blocks <= 500 else max(4, args.docs // 10)
@@ -315,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
                 docs = documents(n, blocks, f"{prefix}-b{blocks}")
                 engine = bench_engine(docs, settings)
                 direct = bench_direct(docs, settings)
-                workers = {(label, c): bench_worker(docs, producer, c, Path(logs), seq_n, root, label)
+                workers = {(label, c): bench_worker(docs, producer if label == "current" else inline,
+                                                    c, Path(logs), seq_n, root, label)
                            for label, root in roots for c in args.concurrency}
                 print_table(n, seq_n, blocks, engine, direct, workers)
                 del docs

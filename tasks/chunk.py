@@ -65,7 +65,7 @@ from tasks.payload import (
     validate_json_payload,
     validate_payload,
 )
-from worker import celery_compat
+from worker import celery_compat, serialization
 from worker.celery_app import app
 from worker.context import WorkerContext
 
@@ -108,11 +108,15 @@ def check_tokenizers(request: ChunkRequest, settings: Settings) -> None:
 
 def raw_document_id(payload: Any) -> str | None:
     """The payload's document id when it is usable as a key, else None (before validation)."""
+    if isinstance(payload, ChunkRequest):  # validated from the body (worker.serialization)
+        return payload.document_id
     document_id = payload.get("document_id") if isinstance(payload, dict) else None
     return document_id if is_valid_document_id(document_id) else None
 
 
 def _raw_block_count(payload: Any) -> int:
+    if isinstance(payload, ChunkRequest):
+        return len(payload.blocks)
     blocks = payload.get("blocks") if isinstance(payload, dict) else None
     return len(blocks) if isinstance(blocks, list) else 0
 
@@ -151,7 +155,15 @@ def _check_request(request: ChunkRequest, settings: Settings) -> ChunkRequest:
 
 
 def _prepare(payload: Any, settings: Settings, report: Report) -> ChunkRequest:
-    """An inline request (the message carries the whole ChunkRequest), checked."""
+    """An inline request (the message carries the whole ChunkRequest), checked.
+
+    A worker child hands the task a ChunkRequest already validated from a body no longer than
+    the inline limit (:mod:`worker.serialization`): neither re-encoded for its size nor
+    validated again. Anything else arrives decoded (a dict, or whatever the body held).
+    """
+    if isinstance(payload, ChunkRequest):
+        report("validating", {"document_id": payload.document_id, "blocks": len(payload.blocks), "chunks": 0})
+        return _check_request(payload, settings)
     check_size(payload, *inline_limit(settings.max_payload_bytes, settings.max_inline_bytes))
     report("validating", {"document_id": raw_document_id(payload), "blocks": _raw_block_count(payload),
                           "chunks": 0})
@@ -302,6 +314,10 @@ class TimeLimitAwareRequest(Request):
     with a stored record then.
     """
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        serialization.drop_decoded_arguments(self.request_dict)
+
     def on_timeout(self, soft: bool, timeout: float) -> None:
         context = getattr(self.task.app, "context", None)
         if soft or context is None:
@@ -334,8 +350,9 @@ def _context(task: Any) -> WorkerContext:
     throws=(ChunkTaskError, RequestRefused),
     Request=TimeLimitAwareRequest,
 )
-def chunk_document(self: Any, payload: dict[str, Any]) -> dict[str, Any]:
-    """Chunk one ChunkRequest (a JSON dict) and store the result under its document id."""
+def chunk_document(self: Any, payload: dict[str, Any] | ChunkRequest) -> dict[str, Any]:
+    """Chunk one ChunkRequest (a JSON dict, a reference to one, or in a worker child the request
+    already validated from the body) and store the result under its document id."""
 
     def report(stage: str, counts: dict[str, Any]) -> None:
         try:
