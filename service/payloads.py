@@ -30,7 +30,9 @@ ENCODING = "zlib"
 # Level 1: several times faster than zlib's default for a few percent more bytes; the bytes
 # live only until the worker has stored the result.
 COMPRESS_LEVEL = 1
-_READ_SIZE = 1 << 20
+# Compressed bytes inflated per step: zlib inflates at most about 1,000-fold, so one step of a
+# hostile payload cannot take more than about 16 MB before the size check stops it.
+_FEED_BYTES = 16 * 1024
 
 
 class ReferenceProblem(ValueError):
@@ -102,21 +104,32 @@ def digest_of(data: bytes) -> str:
 def decompress_checked(compressed: bytes, reference: Reference) -> bytes:
     """The request's JSON from its stored bytes, checked against the reference.
 
-    Decompresses at most ``reference.bytes + 1`` bytes, so stored bytes that inflate past what
-    the message announced cannot exhaust the worker's memory.
+    Inflated piece by piece: stored bytes that inflate past what the message announced stop at
+    the first piece over it, so they cannot exhaust the worker's memory. The pieces are joined
+    once (bytes, which the JSON parser reads without another copy).
 
     Raises:
         CorruptPayload: not zlib data, truncated, or of another size or digest.
     """
+    pieces: list[bytes] = []
+    filled = 0
     inflater = zlib.decompressobj()
-    try:
-        data = inflater.decompress(compressed, reference.bytes + 1)
-    except zlib.error as exc:
-        raise CorruptPayload(f"referenced bytes at {reference.key} are not zlib data ({exc})") from None
-    if len(data) != reference.bytes or not inflater.eof:
-        raise CorruptPayload(f"referenced bytes at {reference.key} inflate to "
-                             f"{'more than ' if len(data) > reference.bytes else ''}{len(data)} bytes"
+    with memoryview(compressed) as source:
+        try:
+            for start in range(0, len(source), _FEED_BYTES):
+                piece = inflater.decompress(source[start:start + _FEED_BYTES])
+                filled += len(piece)
+                if filled > reference.bytes:
+                    raise CorruptPayload(f"referenced bytes at {reference.key} inflate to more than the "
+                                         f"{reference.bytes} announced")
+                pieces.append(piece)
+        except zlib.error as exc:
+            raise CorruptPayload(f"referenced bytes at {reference.key} are not zlib data ({exc})") from None
+    if filled != reference.bytes or not inflater.eof:
+        raise CorruptPayload(f"referenced bytes at {reference.key} inflate to {filled} bytes"
                              f"{'' if inflater.eof else ' (truncated)'}, not the {reference.bytes} announced")
+    data = b"".join(pieces)
+    del pieces
     if digest_of(data) != reference.sha256:
         raise CorruptPayload(f"referenced bytes at {reference.key} do not match their sha256")
     return data

@@ -34,8 +34,8 @@ from celery.exceptions import Reject
 from celery.worker.request import Request
 
 from config.settings import Settings
-from longparser import chunk_request
-from schemas import ChunkRequest
+from longparser import chunk_blocks, chunk_request
+from schemas import ChunkRequest, ChunkResult, InputError
 from schemas.config import BUILTIN_COUNTERS, is_path_like
 from service.keys import TASK_NAME, is_valid_document_id
 from service.payloads import (
@@ -52,6 +52,7 @@ from service.store import failure_record, success_record_json
 from tasks.errors import (
     ChunkingFailed,
     ChunkTaskError,
+    InvalidPayload,
     ReferenceCorrupt,
     ReferenceMissing,
     RequestRefused,
@@ -62,7 +63,7 @@ from tasks.payload import (
     check_encoded_size,
     check_size,
     inline_limit,
-    validate_json_payload,
+    split_request,
     validate_payload,
 )
 from worker import celery_compat, serialization
@@ -179,8 +180,10 @@ def _reference_of(payload: dict[str, Any], settings: Settings) -> Reference:
     return reference
 
 
-def _prepare_referenced(document_id: str, reference: Reference, context: WorkerContext) -> ChunkRequest:
-    """A request sent by reference: read, checked (size, digest), validated straight from bytes."""
+def _prepare_referenced(document_id: str, reference: Reference, context: WorkerContext
+                        ) -> tuple[ChunkRequest, list[Any]]:
+    """A request sent by reference: read, checked (size, digest); its envelope validated here,
+    its blocks (decoded dicts) left to the engine, which validates each as it reads it."""
     try:
         data = _write(context, f"reading the request of {document_id}",
                       lambda: _payloads(context).get(reference))
@@ -188,12 +191,20 @@ def _prepare_referenced(document_id: str, reference: Reference, context: WorkerC
         raise ReferenceMissing(str(exc)) from None
     except CorruptPayload as exc:
         raise ReferenceCorrupt(str(exc)) from None
-    request = validate_json_payload(data)
+    request, blocks = split_request(data)
     del data  # the request's bytes are not needed while it is chunked
     if request.document_id != document_id:
         raise ReferenceCorrupt(f"referenced request is document {request.document_id!r}, "
                                f"not the message's {document_id!r}")
-    return _check_request(request, context.settings)
+    return _check_request(request, context.settings), blocks
+
+
+def _chunk_referenced(request: ChunkRequest, blocks: list[Any], context: WorkerContext) -> ChunkResult:
+    """The engine on a referenced request's blocks (dicts, validated as it reads them)."""
+    try:
+        return chunk_blocks(blocks, request.config, context.resources, document_id=request.document_id)
+    except InputError as exc:  # a block the engine refused: the payload is invalid, as inline
+        raise InvalidPayload(str(exc)) from None
 
 
 def _stored_same_request(context: WorkerContext, document_id: str, reference: Reference) -> dict | None:
@@ -245,14 +256,18 @@ def run_chunk_job(
     try:
         if referenced:
             reference = _reference_of(payload, context.settings)
-            request = _prepare_referenced(payload["document_id"], reference, context)
-            if len(request.blocks) < context.settings.progress_min_blocks:
+            request, raw_blocks = _prepare_referenced(payload["document_id"], reference, context)
+            blocks = len(raw_blocks)
+            if blocks < context.settings.progress_min_blocks:
                 report = _no_report
+            report("chunking", {"document_id": request.document_id, "blocks": blocks, "chunks": 0})
+            result = _chunk_referenced(request, raw_blocks, context)
+            del raw_blocks  # freed before the result is encoded (a large document's peak memory)
         else:
             request = _prepare(payload, context.settings, report)
-        blocks = len(request.blocks)
-        report("chunking", {"document_id": request.document_id, "blocks": blocks, "chunks": 0})
-        result = chunk_request(request, context.resources)
+            blocks = len(request.blocks)
+            report("chunking", {"document_id": request.document_id, "blocks": blocks, "chunks": 0})
+            result = chunk_request(request, context.resources)
     except ReferenceMissing as exc:
         done = _stored_same_request(context, document_id, reference) if reference and document_id else None
         if done is not None:  # a run of this very request stored its result, then consumed the bytes
@@ -278,9 +293,13 @@ def run_chunk_job(
         raise failed from exc
     chunks = len(result.chunks)
     report("storing", {"document_id": request.document_id, "blocks": blocks, "chunks": chunks})
-    record = success_record_json(request.document_id, task_id, result.model_dump_json(),
-                                 request_sha256=reference.sha256 if reference else None)
+    # UTF-8 bytes straight from pydantic's serializer, the result's models freed before the
+    # record is built around them (a large document's peak memory).
+    result_json = ChunkResult.__pydantic_serializer__.to_json(result)
     del result
+    record = success_record_json(request.document_id, task_id, result_json,
+                                 request_sha256=reference.sha256 if reference else None)
+    del result_json
     key = _write(context, f"storing {request.document_id}",
                  lambda: context.store.save_encoded(request.document_id, record))
     _forget_reference(context, reference, request.document_id)

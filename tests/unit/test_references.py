@@ -33,7 +33,7 @@ from service.store import ResultStore
 from tasks.chunk import chunk_document, run_chunk_job, store_time_limit_failure
 from tasks.client import Producer
 from tasks.errors import InvalidPayload, PayloadTooLarge, ReferenceCorrupt, ReferenceMissing, StoreUnavailable
-from tasks.payload import validate_json_payload
+from tasks.payload import split_request
 from tests.unit.worker_fixtures import (  # noqa: F401
     FakeApp,
     context,
@@ -317,10 +317,15 @@ def test_the_hard_time_limit_failure_deletes_the_reference(
     assert _payload_keys(store) == []
 
 
-def test_validation_straight_from_bytes_matches_the_dict_path() -> None:
+def test_a_referenced_request_splits_into_its_envelope_and_its_raw_blocks() -> None:
     request = _big()
-    assert validate_json_payload(json.dumps(request).encode()) == ChunkRequest.model_validate(request)
+    envelope, blocks = split_request(json.dumps(request).encode())
+    assert blocks == request["blocks"]  # dicts: the engine validates them as it reads them
+    assert envelope == ChunkRequest.model_validate({**request, "blocks": []})
     with pytest.raises(InvalidPayload, match="not JSON"):
-        validate_json_payload(b"{nope")
-    # a request shape without blocks goes the exact way (here: an empty block list)
-    assert validate_json_payload(b'{"document_id": "e", "blocks": []}').blocks == []
+        split_request(b"{nope")
+    with pytest.raises(InvalidPayload, match=r"config\.max_token"):
+        split_request(json.dumps({**request, "config": {"max_token": 5}}).encode())
+    # a request without a block list is validated whole, as an inline one would be
+    with pytest.raises(InvalidPayload, match="payload must be a JSON object"):
+        split_request(b"[1, 2]")
