@@ -424,7 +424,8 @@ def test_a_full_redis_makes_workers_wait_and_producers_fail_typed(space: Any, re
 
 # --------------------------------------------------------------------------- documents by reference
 
-BIG_BLOCKS = 12_000  # ~12 MB of JSON: seconds of work, so a kill lands while the worker holds it
+REF_BLOCKS = 4000  # ~1.7 MB of JSON: over the 1 MiB reference threshold
+BIG_BLOCKS = 24_000  # ~10 MB of JSON: seconds of work, so a kill lands while the worker holds it
 
 
 def _payload_keys(client: Any, prefix: str) -> list[bytes]:
@@ -448,8 +449,8 @@ def test_redis_restarted_while_referenced_documents_wait_in_the_queue(space: Any
     worker: Proc | None = None
     try:
         with Producer(Settings(**values)) as producer:
-            accepted = [_referenced(producer, make_document(f"{prefix}-d{i:03d}", BLOCKS, seed=i), watcher)
-                        for i in range(6)]
+            accepted = [_referenced(producer, make_document(f"{prefix}-d{i:03d}", REF_BLOCKS, seed=i),
+                                    watcher) for i in range(6)]
         assert len(_payload_keys(server.client(), prefix)) == len(accepted)
         server.shutdown()  # no worker yet: the messages and their bytes wait in Redis
         time.sleep(2)
@@ -489,7 +490,7 @@ def test_sigkill_of_a_worker_holding_a_referenced_document(space: Any, report: R
         workers.append(killed)
         with Producer(Settings(**values)) as producer:
             big = _referenced(producer, make_document(f"{prefix}-big", BIG_BLOCKS, seed=99), watcher)
-            accepted = [big] + [_referenced(producer, make_document(f"{prefix}-d{i:03d}", BLOCKS, seed=i),
+            accepted = [big] + [_referenced(producer, make_document(f"{prefix}-d{i:03d}", REF_BLOCKS, seed=i),
                                             watcher) for i in range(4)]
         # The big document is first in the queue and this worker holds one message at a time.
         wait_until(lambda: "received" in killed.log_text(), 60, 0.05, what="the big document to be received")
@@ -500,8 +501,9 @@ def test_sigkill_of_a_worker_holding_a_referenced_document(space: Any, report: R
         assert f"chunked document {big}:" not in killed.log_text()
         survivor = start_worker("survivor", values, logs, concurrency=1)
         workers.append(survivor)
-        assert watcher.wait_all(accepted, WINDOW_S), diagnose(server.client(), prefix, watcher, accepted,
-                                                              workers)
+        # Handed out again once the visibility timeout has passed (kombu looks every few seconds).
+        assert watcher.wait_all(accepted, values["visibility_timeout"] + WINDOW_S), \
+            diagnose(server.client(), prefix, watcher, accepted, workers)
         record = json.loads(server.client().get(f"{prefix}:result:{big}"))
         assert record["status"] == "SUCCESS" and record["request_sha256"]
         assert f"chunked document {big}:" in survivor.log_text()
