@@ -102,11 +102,14 @@ def test_redis_unreachable_for_20_s_while_tasks_run(space: Any, report: Report) 
     prefix = f"lpfault-{uuid.uuid4().hex[:6]}"
     values = base_values(server.url, prefix)
     watcher = StoreWatcher(lambda: server.client(5), lambda d: f"{prefix}:result:{d}").start()
-    worker = start_worker("outage", values, logs)
+    worker: Proc | None = None
     try:
+        # The backlog first: a worker faster than the producer would otherwise have finished the
+        # burst while it was being submitted, leaving nothing in flight for the outage.
         with Producer(Settings(**values)) as producer:
             accepted = _submit_burst(producer, prefix, 30, watcher)
-        wait_until(lambda: len(watcher.seen) >= 4, 60, what="the burst to start")
+        worker = start_worker("outage", values, logs)
+        wait_until(lambda: len(watcher.seen) >= 4, 60, 0.02, what="the burst to start")
         server.shutdown()
         stored_before = len(watcher.seen)
         time.sleep(20)
@@ -126,7 +129,8 @@ def test_redis_unreachable_for_20_s_while_tasks_run(space: Any, report: Report) 
         assert worker.alive()
     finally:
         watcher.stop()
-        worker.stop()
+        if worker is not None:
+            worker.stop()
         server.stop()
 
 
