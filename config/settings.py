@@ -29,6 +29,9 @@ from schemas.tokenizers import TokenizerSpec
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 ENV_PREFIX = "LONGPARSER_"
 ENV_FILE = ".env"
+# The largest request (JSON bytes) producers send and workers accept; above
+# reference_threshold_bytes a request travels by reference, so only Redis memory bounds it.
+MAX_REQUEST_BYTES = 256 * 1024 * 1024
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 SslCertReqs = Literal["required", "optional", "none"]
@@ -135,7 +138,7 @@ class Settings(BaseSettings):
     hard_time_limit: int = Field(default=360, ge=1)
     visibility_timeout: int = Field(default=3600, ge=2)
     result_ttl: int = Field(default=86_400, ge=1)
-    max_payload_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    max_payload_bytes: int = Field(default=MAX_REQUEST_BYTES, ge=1024)
     progress_min_blocks: int = Field(default=1000, ge=0)
     semantic_enabled: bool = False
     model_path: str | None = None
@@ -164,6 +167,12 @@ class Settings(BaseSettings):
     # (then visibility_timeout applies, at least twice the hard time limit).
     lease_interval: float = Field(default=10.0, ge=0, le=600)
     lease_timeout: float = Field(default=60.0, ge=1, le=86_400)
+    # --- Documents by reference (claim check; service/payloads.py, docs/operations.md
+    # "References"). A request whose JSON is above the threshold travels as a reference to its
+    # zlib-compressed bytes in the result store's Redis (TTL: result_ttl); max_payload_bytes
+    # bounds any request, max_inline_bytes a request carried inside the message itself.
+    reference_threshold_bytes: int = Field(default=1024 * 1024, ge=1)
+    max_inline_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
 
     @field_validator("tokenizers")
     @classmethod
@@ -210,6 +219,11 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"hard_time_limit ({self.hard_time_limit}) must be at most half the Redis "
                 f"visibility_timeout ({self.visibility_timeout}), or long tasks are delivered twice"
+            )
+        if self.reference_threshold_bytes > self.max_inline_bytes:
+            raise ValueError(
+                f"reference_threshold_bytes ({self.reference_threshold_bytes}) must be at most "
+                f"max_inline_bytes ({self.max_inline_bytes}): a request between them could travel neither way"
             )
         if self.structural_queue == self.semantic_queue:
             raise ValueError("structural_queue and semantic_queue must differ")

@@ -8,7 +8,11 @@ Keys (``P`` = ``LONGPARSER_KEY_PREFIX``):
 * ``P:result:<document_id>`` - the stored outcome of a document (JSON record, see
   :mod:`service.store`), written once per task run with one ``SET ... EX``;
 * ``P:job:<document_id>`` - the latest submission of a document (task id, queue), written by
-  the client before it sends the task.
+  the client before it sends the task;
+* ``P:payload:<document_id>:<sha256>`` - the bytes of a request sent by reference (zlib of its
+  JSON; ``sha256`` is the hex digest of the uncompressed JSON), written by the producer before
+  it publishes, deleted by the worker once the document's record is stored
+  (:mod:`service.payloads`).
 
 Celery's own keys (queue lists named after the queues, ``unacked``, ``unacked_index``,
 ``_kombu.binding.*``, ``celery-task-meta-<task_id>``) carry ``LONGPARSER_CELERY_KEY_PREFIX``
@@ -24,8 +28,10 @@ from schemas.requests import DOCUMENT_ID_PATTERN
 TASK_NAME = "longparser.chunk_document"
 RESULT_KIND = "result"
 JOB_KIND = "job"
+PAYLOAD_KIND = "payload"
 
 _DOCUMENT_ID = re.compile(DOCUMENT_ID_PATTERN)
+_SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 
 
 def is_valid_document_id(document_id: object) -> bool:
@@ -48,6 +54,18 @@ def result_key(prefix: str, document_id: str) -> str:
 def job_key(prefix: str, document_id: str) -> str:
     """Key of a document's latest submission record."""
     return _key(prefix, JOB_KIND, document_id)
+
+
+def is_sha256_hex(digest: object) -> bool:
+    """True when ``digest`` is a lower-case hex SHA-256 (the only digest a payload key carries)."""
+    return isinstance(digest, str) and _SHA256_HEX.match(digest) is not None
+
+
+def payload_key(prefix: str, document_id: str, digest: str) -> str:
+    """Key of a request's bytes sent by reference (``digest``: hex SHA-256 of its JSON)."""
+    if not is_sha256_hex(digest):
+        raise ValueError(f"invalid request digest for a key: {digest!r}")
+    return f"{_key(prefix, PAYLOAD_KIND, document_id)}:{digest}"
 
 
 def kombu_queue_keys(celery_key_prefix: str, queue: str) -> tuple[str, ...]:

@@ -29,15 +29,24 @@ def compact_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def success_record_json(document_id: str, task_id: str | None, result_json: str) -> str:
+def success_record_json(document_id: str, task_id: str | None, result_json: str | bytes,
+                        request_sha256: str | None = None) -> str | bytes:
     """The record of a successful run, encoded, around ``result_json`` (``ChunkResult.model_dump_json()``):
-    ``{"record_version", "status": "SUCCESS", "document_id", "task_id", "result", "error": null}``.
+    ``{"record_version", "status": "SUCCESS", "document_id", "task_id", "result", "error": null}``,
+    plus ``request_sha256`` (the digest of the request's JSON) for a request sent by reference:
+    a redelivered task whose referenced bytes are gone finds its own result by it.
 
     The result is encoded once, by pydantic's serializer, instead of dumped to Python objects and
-    encoded again (:func:`compact_json` of the same record gives the same JSON).
+    encoded again (:func:`compact_json` of the same record gives the same JSON); given as UTF-8
+    bytes, the record is bytes too, which Redis takes without another encoding.
     """
-    head = compact_json({"record_version": RECORD_VERSION, "status": "SUCCESS", "document_id": document_id,
-                         "task_id": task_id})
+    fields = {"record_version": RECORD_VERSION, "status": "SUCCESS", "document_id": document_id,
+              "task_id": task_id}
+    if request_sha256 is not None:
+        fields["request_sha256"] = request_sha256
+    head = compact_json(fields)
+    if isinstance(result_json, bytes):  # UTF-8 already: the record is built once, as bytes
+        return b"".join((head[:-1].encode(), b',"result":', result_json, b',"error":null}'))
     return f'{head[:-1]},"result":{result_json},"error":null}}'
 
 

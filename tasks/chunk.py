@@ -24,30 +24,56 @@ Failure policy:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from celery.exceptions import Reject
 from celery.worker.request import Request
 
 from config.settings import Settings
-from longparser import chunk_request
-from schemas import ChunkRequest
+from longparser import chunk_blocks, chunk_request
+from schemas import ChunkRequest, ChunkResult, InputError
 from schemas.config import BUILTIN_COUNTERS, is_path_like
 from service.keys import TASK_NAME, is_valid_document_id
+from service.payloads import (
+    CorruptPayload,
+    MalformedReference,
+    MissingPayload,
+    RedisPayloads,
+    Reference,
+    is_reference_message,
+    parse_reference,
+)
 from service.retry import call_with_retry, is_transient
 from service.store import failure_record, success_record_json
-from tasks.errors import ChunkingFailed, ChunkTaskError, RequestRefused, SemanticUnavailable, StoreUnavailable
-from tasks.payload import check_size, validate_payload
-from worker import celery_compat
+from tasks.errors import (
+    ChunkingFailed,
+    ChunkTaskError,
+    InvalidPayload,
+    ReferenceCorrupt,
+    ReferenceMissing,
+    RequestRefused,
+    SemanticUnavailable,
+    StoreUnavailable,
+)
+from tasks.payload import (
+    check_encoded_size,
+    check_size,
+    inline_limit,
+    split_request,
+    validate_payload,
+)
+from worker import celery_compat, serialization
 from worker.celery_app import app
 from worker.context import WorkerContext
 
 logger = logging.getLogger(__name__)
 
 Report = Callable[[str, dict[str, Any]], None]
+T = TypeVar("T")
 # The parent blocks its event loop while it stores a hard-time-limit FAILURE record: keep it short.
 PARENT_STORE_WINDOW_S = 10.0
 
@@ -83,17 +109,22 @@ def check_tokenizers(request: ChunkRequest, settings: Settings) -> None:
 
 def raw_document_id(payload: Any) -> str | None:
     """The payload's document id when it is usable as a key, else None (before validation)."""
+    if isinstance(payload, ChunkRequest):  # validated from the body (worker.serialization)
+        return payload.document_id
     document_id = payload.get("document_id") if isinstance(payload, dict) else None
     return document_id if is_valid_document_id(document_id) else None
 
 
 def _raw_block_count(payload: Any) -> int:
+    if isinstance(payload, ChunkRequest):
+        return len(payload.blocks)
     blocks = payload.get("blocks") if isinstance(payload, dict) else None
     return len(blocks) if isinstance(blocks, list) else 0
 
 
-def _write(context: WorkerContext, what: str, write: Callable[[], str]) -> str:
-    """One store write, waiting out transient errors for the store retry window."""
+def _write(context: WorkerContext, what: str, write: Callable[[], T]) -> T:
+    """One store call (a write, or the read of a referenced request), waiting out transient
+    errors for the store retry window."""
     try:
         return call_with_retry(write, window=context.settings.store_retry_window, what=what,
                                waits=context.waits)
@@ -113,14 +144,88 @@ def _store_failure(context: WorkerContext, document_id: str | None, task_id: str
     _write(context, f"storing the failure of {document_id}", lambda: context.store.save_record(record))
 
 
-def _prepare(payload: Any, settings: Settings, report: Report) -> ChunkRequest:
-    check_size(payload, settings.max_payload_bytes)
-    report("validating", {"document_id": raw_document_id(payload), "blocks": _raw_block_count(payload),
-                          "chunks": 0})
-    request = validate_payload(payload)
+def _payloads(context: WorkerContext) -> RedisPayloads:
+    """The referenced requests' store: the result store's Redis, prefix and TTL."""
+    return RedisPayloads(context.store.client, context.store.prefix, context.store.ttl)
+
+
+def _check_request(request: ChunkRequest, settings: Settings) -> ChunkRequest:
     check_semantic(request, settings)
     check_tokenizers(request, settings)
     return request
+
+
+def _prepare(payload: Any, settings: Settings, report: Report) -> ChunkRequest:
+    """An inline request (the message carries the whole ChunkRequest), checked.
+
+    A worker child hands the task a ChunkRequest already validated from a body no longer than
+    the inline limit (:mod:`worker.serialization`): neither re-encoded for its size nor
+    validated again. Anything else arrives decoded (a dict, or whatever the body held).
+    """
+    if isinstance(payload, ChunkRequest):
+        report("validating", {"document_id": payload.document_id, "blocks": len(payload.blocks), "chunks": 0})
+        return _check_request(payload, settings)
+    check_size(payload, *inline_limit(settings.max_payload_bytes, settings.max_inline_bytes))
+    report("validating", {"document_id": raw_document_id(payload), "blocks": _raw_block_count(payload),
+                          "chunks": 0})
+    return _check_request(validate_payload(payload), settings)
+
+
+def _reference_of(payload: dict[str, Any], settings: Settings) -> Reference:
+    try:
+        reference = parse_reference(payload, settings.key_prefix)
+    except MalformedReference as exc:
+        raise ReferenceCorrupt(str(exc)) from None
+    check_encoded_size(reference.bytes, settings.max_payload_bytes)
+    return reference
+
+
+def _prepare_referenced(document_id: str, reference: Reference, context: WorkerContext
+                        ) -> tuple[ChunkRequest, list[Any]]:
+    """A request sent by reference: read, checked (size, digest); its envelope validated here,
+    its blocks (decoded dicts) left to the engine, which validates each as it reads it."""
+    try:
+        data = _write(context, f"reading the request of {document_id}",
+                      lambda: _payloads(context).get(reference))
+    except MissingPayload as exc:
+        raise ReferenceMissing(str(exc)) from None
+    except CorruptPayload as exc:
+        raise ReferenceCorrupt(str(exc)) from None
+    request, blocks = split_request(data)
+    del data  # the request's bytes are not needed while it is chunked
+    if request.document_id != document_id:
+        raise ReferenceCorrupt(f"referenced request is document {request.document_id!r}, "
+                               f"not the message's {document_id!r}")
+    return _check_request(request, context.settings), blocks
+
+
+def _chunk_referenced(request: ChunkRequest, blocks: list[Any], context: WorkerContext) -> ChunkResult:
+    """The engine on a referenced request's blocks (dicts, validated as it reads them)."""
+    try:
+        return chunk_blocks(blocks, request.config, context.resources, document_id=request.document_id)
+    except InputError as exc:  # a block the engine refused: the payload is invalid, as inline
+        raise InvalidPayload(str(exc)) from None
+
+
+def _stored_same_request(context: WorkerContext, document_id: str, reference: Reference) -> dict | None:
+    """The SUCCESS record of this very request (same digest), when one is stored."""
+    record = _write(context, f"reading the record of {document_id}",
+                    lambda: context.store.load_record(document_id))
+    if record and record.get("status") == "SUCCESS" and record.get("request_sha256") == reference.sha256:
+        return record
+    return None
+
+
+def _forget_reference(context: WorkerContext, reference: Reference | None, document_id: str | None) -> None:
+    """Delete a referenced request's bytes once its document's record is stored (best effort:
+    left behind, they expire with the result's TTL)."""
+    if reference is None:
+        return
+    try:
+        _payloads(context).delete(reference)
+    except Exception as exc:
+        logger.warning("document %s: the referenced request %s was not deleted (%s); it expires with "
+                       "LONGPARSER_RESULT_TTL", document_id, reference.key, exc)
 
 
 def run_chunk_job(
@@ -140,30 +245,64 @@ def run_chunk_job(
     """
     started = time.perf_counter()
     document_id = raw_document_id(payload)
-    if _raw_block_count(payload) < context.settings.progress_min_blocks:
+    referenced = is_reference_message(payload)
+    if not referenced and _raw_block_count(payload) < context.settings.progress_min_blocks:
         report = _no_report  # done before a progress state would be read: not worth 3 Redis writes
     if redelivered:
         context.counters.redelivered += 1
         logger.warning("document %s: redelivered task %s (redeliveries in this process: %d)",
                        document_id, task_id, context.counters.redelivered)
+    reference: Reference | None = None
     try:
-        request = _prepare(payload, context.settings, report)
-        blocks = len(request.blocks)
-        report("chunking", {"document_id": request.document_id, "blocks": blocks, "chunks": 0})
-        result = chunk_request(request, context.resources)
-    except (ChunkTaskError, RequestRefused) as exc:
+        if referenced:
+            reference = _reference_of(payload, context.settings)
+            request, raw_blocks = _prepare_referenced(payload["document_id"], reference, context)
+            blocks = len(raw_blocks)
+            if blocks < context.settings.progress_min_blocks:
+                report = _no_report
+            report("chunking", {"document_id": request.document_id, "blocks": blocks, "chunks": 0})
+            result = _chunk_referenced(request, raw_blocks, context)
+            del raw_blocks  # freed before the result is encoded (a large document's peak memory)
+        else:
+            request = _prepare(payload, context.settings, report)
+            blocks = len(request.blocks)
+            report("chunking", {"document_id": request.document_id, "blocks": blocks, "chunks": 0})
+            result = chunk_request(request, context.resources)
+    except ReferenceMissing as exc:
+        done = _stored_same_request(context, document_id, reference) if reference and document_id else None
+        if done is not None:  # a run of this very request stored its result, then consumed the bytes
+            logger.warning("document %s: task %s found its referenced request gone and the same "
+                           "request's result stored (task %s); nothing to do",
+                           document_id, task_id, done.get("task_id"))
+            return {"document_id": document_id, "status": "SUCCESS", "blocks": None, "chunks": None,
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+                    "result_key": None, "already_stored": True}
         _store_failure(context, document_id, task_id, exc)
         raise
+    except (ChunkTaskError, RequestRefused) as exc:
+        _store_failure(context, document_id, task_id, exc)
+        _forget_reference(context, reference, document_id)
+        raise
+    except StoreUnavailable:
+        raise  # reading a referenced request: left for redelivery, like a store write
     except Exception as exc:  # engine bug or SoftTimeLimitExceeded: fail visibly, JSON-safe
         failed = ChunkingFailed(f"{type(exc).__name__}: {exc}")
         logger.exception("document %s: chunking failed (task %s)", document_id, task_id)
         _store_failure(context, document_id, task_id, failed)
+        _forget_reference(context, reference, document_id)
         raise failed from exc
     chunks = len(result.chunks)
     report("storing", {"document_id": request.document_id, "blocks": blocks, "chunks": chunks})
-    record = success_record_json(request.document_id, task_id, result.model_dump_json())
+    # UTF-8 bytes straight from pydantic's serializer, the result's models freed before the
+    # record is built around them (a large document's peak memory).
+    result_json = ChunkResult.__pydantic_serializer__.to_json(result)
+    del result
+    record = success_record_json(request.document_id, task_id, result_json,
+                                 request_sha256=reference.sha256 if reference else None)
+    del result_json
     key = _write(context, f"storing {request.document_id}",
                  lambda: context.store.save_encoded(request.document_id, record))
+    _forget_reference(context, reference, request.document_id)
     duration_ms = round((time.perf_counter() - started) * 1000, 1)
     logger.info("chunked document %s: %d blocks -> %d chunks in %.1f ms (task %s)",
                 request.document_id, blocks, chunks, duration_ms, task_id)
@@ -181,6 +320,9 @@ def store_time_limit_failure(context: WorkerContext, payload: Any, task_id: str,
     record = failure_record(document_id, task_id, type(error).__name__, str(error))
     call_with_retry(lambda: context.store.save_record(record), window=PARENT_STORE_WINDOW_S,
                     what=f"storing the time-limit failure of {document_id}", waits=context.waits)
+    if is_reference_message(payload):
+        with contextlib.suppress(ChunkTaskError):
+            _forget_reference(context, _reference_of(payload, context.settings), document_id)
 
 
 class TimeLimitAwareRequest(Request):
@@ -190,6 +332,10 @@ class TimeLimitAwareRequest(Request):
     message is rejected with requeue instead of acknowledged: it runs again later, and stops
     with a stored record then.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        serialization.drop_decoded_arguments(self.request_dict)
 
     def on_timeout(self, soft: bool, timeout: float) -> None:
         context = getattr(self.task.app, "context", None)
@@ -223,8 +369,9 @@ def _context(task: Any) -> WorkerContext:
     throws=(ChunkTaskError, RequestRefused),
     Request=TimeLimitAwareRequest,
 )
-def chunk_document(self: Any, payload: dict[str, Any]) -> dict[str, Any]:
-    """Chunk one ChunkRequest (a JSON dict) and store the result under its document id."""
+def chunk_document(self: Any, payload: dict[str, Any] | ChunkRequest) -> dict[str, Any]:
+    """Chunk one ChunkRequest (a JSON dict, a reference to one, or in a worker child the request
+    already validated from the body) and store the result under its document id."""
 
     def report(stage: str, counts: dict[str, Any]) -> None:
         try:

@@ -52,6 +52,7 @@ from schemas import ChunkRequest, ChunkResult, InputError
 from schemas.inputs import DoclingConverter, TextConverter, parse_config, parse_input
 from service.celeryconfig import celery_config
 from service.keys import TASK_NAME, is_valid_document_id, result_key
+from service.payloads import RedisPayloads
 from service.redis_client import is_out_of_memory, masked
 from service.retry import Waits, call_with_retry, is_transient
 from service.store import ResultStore
@@ -131,6 +132,8 @@ class Producer:
         self.settings = settings
         self.app = app if app is not None else producer_celery(settings)
         self.store = store if store is not None else ResultStore.from_settings(settings)
+        # Referenced requests live in the result store's Redis, on the store's connections.
+        self.payloads = RedisPayloads(self.store.client, self.store.prefix, self.store.ttl)
         self.waits = Waits()
 
     def __enter__(self) -> Producer:
@@ -189,27 +192,40 @@ class Producer:
                 DoclingDocument docling-core cannot read, or one given without ``docling``, or
                 it names a tokenizer by path (workers load only the ones they declare).
             loaders.docling.DoclingNotInstalledError: (an ImportError) docling-core is missing.
-            tasks.errors.PayloadTooLarge: over ``LONGPARSER_MAX_PAYLOAD_BYTES``.
+            tasks.errors.PayloadTooLarge: over ``LONGPARSER_MAX_PAYLOAD_BYTES`` (256 MiB of JSON by
+                default). Above ``LONGPARSER_REFERENCE_THRESHOLD_BYTES`` (1 MiB) the request's
+                JSON is stored compressed in the result store's Redis (TTL: the result's) and the
+                message carries a reference to it (docs/operations.md, "References").
             tasks.errors.BrokerUnavailable: Redis unreachable for the whole submit window.
             tasks.errors.StoreFull: Redis refused the write (full).
         """
         validated = _as_request(request, semantic, config, docling, text_converter, document_id)
         refuse_tokenizer_paths(validated)
-        # Encoded once by pydantic's serializer: its length is the size check, its decoding the
-        # message's argument (cheaper than model_dump + json.dumps for the check).
-        encoded = validated.model_dump_json()
-        check_encoded_size(len(encoded.encode("utf-8", "surrogatepass")), self.settings.max_payload_bytes)
-        payload = json.loads(encoded)
+        # Encoded once, to UTF-8 bytes, by pydantic's serializer: their length is the size
+        # check; small requests travel decoded inside the message, large ones as a reference
+        # to these bytes (service.payloads). The request is then held twice at most: the model
+        # and its JSON (plus the JSON compressed, for a reference).
+        encoded = ChunkRequest.__pydantic_serializer__.to_json(validated)
+        check_encoded_size(len(encoded), self.settings.max_payload_bytes)
         queue = self.settings.queue_for(validated.config.use_semantic_chunking)
         task_id = str(uuid.uuid4())
         document_id = validated.document_id
+        if len(encoded) > self.settings.reference_threshold_bytes:
+            reference = self._call(f"storing the request of {document_id}",
+                                   lambda: self.payloads.put(document_id, encoded))
+            del encoded
+            payload = reference.as_message(document_id)
+            argsrepr = (f"[<ChunkRequest {document_id!r}: {len(validated.blocks)} blocks, by reference, "
+                        f"{reference.bytes} bytes>]")
+        else:
+            payload = json.loads(encoded)
+            argsrepr = f"[<ChunkRequest {document_id!r}: {len(validated.blocks)} blocks>]"
         # Publish first: a message that never left leaves no job entry behind. Publishing twice
         # (a retry after a lost reply) is harmless: the task is idempotent. ignore_result: the
         # document store is the source of truth; it also spares a result-backend subscription
         # per submission (and that subscription's own reconnect errors during an outage).
         # argsrepr: what Flower and the task events show, given instead of Celery's saferepr of the
         # whole payload (costly on every submission, and a cut-off string anyway).
-        argsrepr = f"[<ChunkRequest {document_id!r}: {len(validated.blocks)} blocks>]"
         self._call(f"publishing {document_id}", lambda: self.app.send_task(
             TASK_NAME, args=[payload], task_id=task_id, queue=queue, retry=False, ignore_result=True,
             argsrepr=argsrepr, kwargsrepr="{}"))

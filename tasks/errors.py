@@ -11,8 +11,8 @@ from schemas.errors import RequestRefused
 
 __all__ = [
     "BrokerUnavailable", "ChunkTaskError", "ChunkingFailed", "InvalidPayload", "JobFailed", "JobNotFound",
-    "PayloadTooLarge", "RequestRefused", "ResultTimeout", "SemanticUnavailable", "StoreFull",
-    "StoreUnavailable",
+    "PayloadTooLarge", "ReferenceCorrupt", "ReferenceMissing", "RequestRefused", "ResultTimeout",
+    "SemanticUnavailable", "StoreFull", "StoreUnavailable",
 ]
 
 class ChunkTaskError(Exception):
@@ -26,6 +26,16 @@ class InvalidPayload(ChunkTaskError):
 
 class PayloadTooLarge(InvalidPayload):
     """The JSON-encoded payload exceeds ``LONGPARSER_MAX_PAYLOAD_BYTES``."""
+
+
+class ReferenceMissing(ChunkTaskError):
+    """A request sent by reference whose bytes are gone (expired, or consumed by an earlier run
+    that stored another record since)."""
+
+
+class ReferenceCorrupt(InvalidPayload):
+    """A request sent by reference whose message or bytes are unusable: a malformed reference, bytes
+    that do not decompress, or of another size or digest than the message announced."""
 
 
 class SemanticUnavailable(ChunkTaskError):

@@ -34,7 +34,7 @@ from loaders.pinned_model import PINNED_SHA256, EncoderUnavailable, checked_mode
 from loaders.resources import ResourceSpec, build_resources, load_tokenizers
 from longparser.tokens import TokenCounter
 from service.redis_client import TRANSIENT_ERRORS, masked, redis_client
-from worker import celery_compat
+from worker import celery_compat, serialization
 from worker.context import child_context, parent_context
 from worker.readiness import PoolReadiness
 from worker.redis_checks import UnsafeRedis, inspect_redis
@@ -156,6 +156,8 @@ def connect(app: Any, settings: Settings) -> None:
             app.context = child_context(settings, preloaded)
         except Exception as exc:
             stop_worker_from_child(exc)
+        # The child's task bodies validated straight from their JSON (worker/serialization.py).
+        serialization.install_task_decoder(min(settings.max_inline_bytes, settings.max_payload_bytes))
         if app.pool_readiness is not None:
             app.pool_readiness.child_ready()
 

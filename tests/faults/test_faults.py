@@ -9,6 +9,7 @@ document stored. Each scenario is bounded in time; everything it started is stop
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -101,11 +102,14 @@ def test_redis_unreachable_for_20_s_while_tasks_run(space: Any, report: Report) 
     prefix = f"lpfault-{uuid.uuid4().hex[:6]}"
     values = base_values(server.url, prefix)
     watcher = StoreWatcher(lambda: server.client(5), lambda d: f"{prefix}:result:{d}").start()
-    worker = start_worker("outage", values, logs)
+    worker: Proc | None = None
     try:
+        # The backlog first: a worker faster than the producer would otherwise have finished the
+        # burst while it was being submitted, leaving nothing in flight for the outage.
         with Producer(Settings(**values)) as producer:
             accepted = _submit_burst(producer, prefix, 30, watcher)
-        wait_until(lambda: len(watcher.seen) >= 4, 60, what="the burst to start")
+        worker = start_worker("outage", values, logs)
+        wait_until(lambda: len(watcher.seen) >= 4, 60, 0.02, what="the burst to start")
         server.shutdown()
         stored_before = len(watcher.seen)
         time.sleep(20)
@@ -125,7 +129,8 @@ def test_redis_unreachable_for_20_s_while_tasks_run(space: Any, report: Report) 
         assert worker.alive()
     finally:
         watcher.stop()
-        worker.stop()
+        if worker is not None:
+            worker.stop()
         server.stop()
 
 
@@ -418,4 +423,104 @@ def test_a_full_redis_makes_workers_wait_and_producers_fail_typed(space: Any, re
         watcher.stop()
         if worker is not None:
             worker.stop()
+        server.stop()
+
+
+# --------------------------------------------------------------------------- documents by reference
+
+REF_BLOCKS = 4000  # ~1.7 MB of JSON: over the 1 MiB reference threshold
+BIG_BLOCKS = 24_000  # ~10 MB of JSON: seconds of work, so a kill lands while the worker holds it
+
+
+def _payload_keys(client: Any, prefix: str) -> list[bytes]:
+    return list(client.scan_iter(match=f"{prefix}:payload:*", count=1000))
+
+
+def _referenced(producer: Producer, document: dict[str, Any], watcher: StoreWatcher) -> str:
+    """Submit a document that must travel by reference; its id."""
+    assert len(json.dumps(document)) > producer.settings.reference_threshold_bytes
+    document_id = producer.submit(document).document_id
+    watcher.want(document_id)
+    return document_id
+
+
+def test_redis_restarted_while_referenced_documents_wait_in_the_queue(space: Any, report: Report) -> None:
+    base, logs = space
+    server = RedisServer("main", base, logs).start()
+    prefix = f"lpfault-{uuid.uuid4().hex[:6]}"
+    values = base_values(server.url, prefix)
+    watcher = StoreWatcher(lambda: server.client(5), lambda d: f"{prefix}:result:{d}").start()
+    worker: Proc | None = None
+    try:
+        with Producer(Settings(**values)) as producer:
+            accepted = [_referenced(producer, make_document(f"{prefix}-d{i:03d}", REF_BLOCKS, seed=i),
+                                    watcher) for i in range(6)]
+        assert len(_payload_keys(server.client(), prefix)) == len(accepted)
+        server.shutdown()  # no worker yet: the messages and their bytes wait in Redis
+        time.sleep(2)
+        server.start()
+        back = time.monotonic()
+        kept = len(_payload_keys(server.client(), prefix))
+        worker = start_worker("after-restart", values, logs)
+        assert watcher.wait_all(accepted, WINDOW_S), diagnose(server.client(), prefix, watcher, accepted,
+                                                              [worker])
+        row = _all_stored_row("Redis restarted while referenced documents wait in the queue (no worker yet)",
+                              accepted, watcher, server.client(), prefix, [worker], back,
+                              f"{kept}/{len(accepted)} referenced requests kept across the restart (AOF); "
+                              f"{len(_payload_keys(server.client(), prefix))} left once stored")
+        report(row)
+        assert kept == len(accepted)
+        records = [json.loads(server.client().get(f"{prefix}:result:{d}")) for d in accepted]
+        assert {r["status"] for r in records} == {"SUCCESS"} and all(r["request_sha256"] for r in records)
+        wait_until(lambda: not _payload_keys(server.client(), prefix), 10,
+                   what="the referenced bytes deleted")
+    finally:
+        watcher.stop()
+        if worker is not None:
+            worker.stop()
+        server.stop()
+
+
+def test_sigkill_of_a_worker_holding_a_referenced_document(space: Any, report: Report) -> None:
+    base, logs = space
+    server = RedisServer("main", base, logs).start()
+    prefix = f"lpfault-{uuid.uuid4().hex[:6]}"
+    # A short visibility timeout: the held message is handed out again 40 s after its delivery.
+    values = base_values(server.url, prefix, soft_time_limit=15, hard_time_limit=20, visibility_timeout=40)
+    watcher = StoreWatcher(lambda: server.client(5), lambda d: f"{prefix}:result:{d}").start()
+    workers: list[Proc] = []
+    try:
+        killed = start_worker("killed", values, logs, concurrency=1)
+        workers.append(killed)
+        with Producer(Settings(**values)) as producer:
+            big = _referenced(producer, make_document(f"{prefix}-big", BIG_BLOCKS, seed=99), watcher)
+            accepted = [big] + [_referenced(producer, make_document(f"{prefix}-d{i:03d}", REF_BLOCKS, seed=i),
+                                            watcher) for i in range(4)]
+        # The big document is first in the queue and this worker holds one message at a time.
+        wait_until(lambda: "received" in killed.log_text(), 60, 0.05, what="the big document to be received")
+        os.killpg(killed.popen.pid, 9)  # SIGKILL of the worker, parent and pool child, mid-task
+        killed_at = time.monotonic()
+        killed.popen.wait(timeout=10)
+        assert big not in watcher.seen, "the kill landed after the document was stored: inconclusive"
+        assert f"chunked document {big}:" not in killed.log_text()
+        survivor = start_worker("survivor", values, logs, concurrency=1)
+        workers.append(survivor)
+        # Handed out again once the visibility timeout has passed (kombu looks every few seconds).
+        assert watcher.wait_all(accepted, values["visibility_timeout"] + WINDOW_S), \
+            diagnose(server.client(), prefix, watcher, accepted, workers)
+        record = json.loads(server.client().get(f"{prefix}:result:{big}"))
+        assert record["status"] == "SUCCESS" and record["request_sha256"]
+        assert f"chunked document {big}:" in survivor.log_text()
+        wait_until(lambda: not _payload_keys(server.client(), prefix), 10,
+                   what="the referenced bytes deleted")
+        row = _all_stored_row("SIGKILL of a worker (parent and child) holding a referenced document",
+                              accepted, watcher, server.client(), prefix, workers, killed_at,
+                              f"the {BIG_BLOCKS}-block document redelivered after the 40 s visibility "
+                              f"timeout and stored {watcher.seen[big] - killed_at:.0f} s after the kill; "
+                              "no referenced bytes left")
+        report(row)
+    finally:
+        watcher.stop()
+        for proc in workers:
+            proc.stop()
         server.stop()

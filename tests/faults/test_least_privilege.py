@@ -179,6 +179,9 @@ def test_the_fleet_runs_over_tls_with_least_privilege_users(space: Any, report: 
         with Producer(Settings(**producer_values)) as producer:  # the backlog first
             accepted = [producer.submit(make_document(f"{prefix}-d{i:02d}", BLOCKS, seed=i)).document_id
                         for i in range(BURST)]
+            # and one over the reference threshold: the producer writes its bytes, a worker reads
+            # and deletes them (service/payloads.py), each under its documented rule
+            accepted.append(producer.submit(make_document(f"{prefix}-ref", 4000, seed=99)).document_id)
         bad = f"{prefix}-bad"  # a FAILURE record and Celery's failure state (SETEX + PUBLISH)
         app = producer_celery(Settings(**producer_values))
         bad_payload = {"document_id": bad, "blocks": [{"block_id": "b", "type": "banana"}]}
@@ -191,12 +194,14 @@ def test_the_fleet_runs_over_tls_with_least_privilege_users(space: Any, report: 
         first = start_production_worker("first", worker_values, logs, "-c", "1", "--prefetch-multiplier", "4")
         workers.append(first)
         assert "cannot read the configuration" in first.log_text()  # CONFIG GET refused: one warning
-        second = start_production_worker("second", worker_values, logs, "-c", "2")
-        workers.append(second)
-        wait_until(lambda: len(watcher.seen) >= 4, 120, what="the burst to start")
+        wait_until(lambda: len(watcher.seen) >= 4, 120, 0.02, what="the burst to start")
         first.signal(15)  # warm shutdown
         first.popen.wait(timeout=90)
         assert first.popen.returncode == 0, first.log_text()[-2000:]
+        # The second starts once the first is stopping: a fast worker would otherwise have drained
+        # the whole backlog alone while the second started, and held nothing unstarted.
+        second = start_production_worker("second", worker_values, logs, "-c", "2")
+        workers.append(second)
         assert watcher.wait_all([*accepted, bad], 180), f"stored {len(watcher.seen)} of {len(accepted) + 1}"
         failure = admin.get(f"{KEY_PREFIX}:result:{bad}")
         assert failure is not None and b'"FAILURE"' in failure

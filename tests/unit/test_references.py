@@ -1,0 +1,331 @@
+"""Documents by reference (claim check): producer, payload store and task, on fakeredis.
+
+The producer stores a large request's JSON compressed under ``P:payload:<id>:<sha256>`` and sends a
+small reference; the task reads, checks and validates it, stores the record with the request's
+digest and deletes the bytes; a missing or corrupt reference ends in a FAILURE record, except a
+redelivery whose request's result is already stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from dataclasses import replace
+from typing import Any
+
+import pytest
+import redis.exceptions
+
+from config.settings import Settings
+from schemas import ChunkRequest
+from service.keys import payload_key
+from service.payloads import (
+    CorruptPayload,
+    MalformedReference,
+    MissingPayload,
+    RedisPayloads,
+    Reference,
+    decompress_checked,
+    parse_reference,
+)
+from service.store import ResultStore
+from tasks.chunk import chunk_document, run_chunk_job, store_time_limit_failure
+from tasks.client import Producer
+from tasks.errors import InvalidPayload, PayloadTooLarge, ReferenceCorrupt, ReferenceMissing, StoreUnavailable
+from tasks.payload import split_request
+from tests.unit.worker_fixtures import (  # noqa: F401
+    FakeApp,
+    context,
+    eager,
+    fake_app,
+    isolated_settings,
+    payload,
+    producer,
+    running_producer,
+    settings,
+    store,
+)
+from worker.context import WorkerContext
+
+
+def _big(document_id: str = "big-1", blocks: int = 40) -> dict[str, Any]:
+    """A request of ``blocks`` paragraphs, about 150 bytes of JSON each."""
+    request = payload(document_id)
+    request["blocks"] = [{"block_id": f"p{i}", "type": "paragraph", "text": f"Paragraph {i} says the turbine "
+                          f"produced {i} megawatts in month {i % 12}.", "hierarchy_path": ["Results"],
+                          "provenance": {"page_number": 1 + i // 10}} for i in range(blocks)]
+    return request
+
+
+def _encoded(request: dict[str, Any]) -> bytes:
+    return ChunkRequest.__pydantic_serializer__.to_json(ChunkRequest.model_validate(request))
+
+
+def _small_threshold(base: Settings, threshold: int = 2048) -> Settings:
+    return base.model_copy(update={"reference_threshold_bytes": threshold})
+
+
+def _stored(into: ResultStore, document_id: str, request: dict[str, Any]) -> dict[str, Any]:
+    """Store a referenced request as the producer does; returns its reference message."""
+    return RedisPayloads(into.client, into.prefix, into.ttl).put(document_id, _encoded(request)
+                                                                 ).as_message(document_id)
+
+
+def _payload_keys(of: ResultStore) -> list[bytes]:
+    return sorted(of.client.scan_iter(match=f"{of.prefix}:payload:*"))
+
+
+# --------------------------------------------------------------------------- the payload store
+
+
+def test_put_get_delete_round_trip_with_ttl_and_digest(store: ResultStore) -> None:  # noqa: F811
+    payloads = RedisPayloads(store.client, store.prefix, store.ttl)
+    data = _encoded(_big())
+    reference = payloads.put("big-1", data)
+    assert reference.sha256 == hashlib.sha256(data).hexdigest()
+    assert reference.key == payload_key(store.prefix, "big-1", reference.sha256)
+    assert (reference.bytes, reference.encoding) == (len(data), "zlib")
+    assert 0 < store.client.ttl(reference.key) <= store.ttl
+    assert len(store.client.get(reference.key)) < len(data) / 2  # compressed
+    assert payloads.get(reference) == data
+    payloads.delete(reference)
+    with pytest.raises(MissingPayload, match="is gone"):
+        payloads.get(reference)
+
+
+@pytest.mark.parametrize(("stored", "problem"), [
+    (b"not zlib", "are not zlib data"),
+    (zlib.compress(b'{"other": 1}'), "inflate to 12 bytes"),
+    (zlib.compress(b"x" * 10_000), "inflate to more than"),
+    (zlib.compress(b"y" * 100)[:-6], "truncated"),
+], ids=["not-zlib", "short", "bomb", "truncated"])
+def test_corrupt_bytes_are_named(stored: bytes, problem: str) -> None:
+    reference = Reference("k", "0" * 64, 100)
+    with pytest.raises(CorruptPayload, match=problem):
+        decompress_checked(stored, reference)
+
+
+def test_a_digest_mismatch_is_corrupt() -> None:
+    data = b'{"document_id": "a"}'
+    with pytest.raises(CorruptPayload, match="do not match their sha256"):
+        decompress_checked(zlib.compress(data), Reference("k", "0" * 64, len(data)))
+
+
+@pytest.mark.parametrize(("change", "problem"), [
+    ({"encoding": "gzip"}, "encoding 'gzip' is not supported"),
+    ({"sha256": "XYZ"}, "needs sha256"),
+    ({"bytes": "12"}, "needs sha256"),
+    ({"key": "other:payload:big-1:" + "0" * 64}, "is not 'lptest"),
+], ids=["encoding", "digest", "size", "foreign-key"])
+def test_malformed_references_are_refused(settings: Settings, change: dict, problem: str) -> None:  # noqa: F811
+    digest = "a" * 64
+    key = payload_key(settings.key_prefix, "big-1", digest)
+    message = {"document_id": "big-1",
+               "reference": {"key": key, "sha256": digest, "bytes": 10, "encoding": "zlib", **change}}
+    with pytest.raises(MalformedReference, match=problem):
+        parse_reference(message, settings.key_prefix)
+
+
+# --------------------------------------------------------------------------- the producer
+
+
+def test_a_large_request_travels_by_reference(
+    settings: Settings, store: ResultStore, fake_app: FakeApp  # noqa: F811
+) -> None:
+    referencing = Producer(_small_threshold(settings), app=fake_app, store=store)
+    request = _big()
+    handle = referencing.submit(request)
+    [sent] = fake_app.sent
+    message = sent["args"][0]
+    data = _encoded(request)
+    digest = hashlib.sha256(data).hexdigest()
+    assert message == {"document_id": "big-1", "reference": {
+        "key": payload_key(store.prefix, "big-1", digest), "sha256": digest, "bytes": len(data),
+        "encoding": "zlib"}}
+    assert zlib.decompress(store.client.get(message["reference"]["key"])) == data
+    assert store.load_job("big-1")["task_id"] == handle.task_id
+
+
+def test_a_small_request_stays_inline(producer: Producer, fake_app: FakeApp, store: ResultStore) -> None:  # noqa: F811
+    producer.submit(_big(blocks=3))
+    [sent] = fake_app.sent
+    assert sent["args"][0]["blocks"][0]["block_id"] == "p0"
+    assert _payload_keys(store) == []
+
+
+def test_the_limit_for_referenced_requests_is_256_mib_and_still_refuses(
+    settings: Settings, store: ResultStore, fake_app: FakeApp  # noqa: F811
+) -> None:
+    assert Settings.model_fields["max_payload_bytes"].default == 256 * 1024 * 1024
+    limited = Producer(_small_threshold(settings).model_copy(update={"max_payload_bytes": 4096}),
+                       app=fake_app, store=store)
+    with pytest.raises(PayloadTooLarge, match=r"over the 4096-byte limit \(LONGPARSER_MAX_PAYLOAD_BYTES\)"):
+        limited.submit(_big())
+    assert fake_app.sent == [] and _payload_keys(store) == []
+
+
+def test_a_threshold_above_the_inline_limit_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"reference_threshold_bytes .* must be at most max_inline_bytes"):
+        Settings(reference_threshold_bytes=20 * 1024 * 1024)
+
+
+# --------------------------------------------------------------------------- the task
+
+
+def test_end_to_end_through_the_client(
+    settings: Settings, store: ResultStore, context: WorkerContext, eager: list  # noqa: F811
+) -> None:
+    referencing = Producer(_small_threshold(settings), app=FakeApp(run=True), store=store)
+    referencing.submit(_big())
+    result = referencing.get_result("big-1", timeout=5)
+    inline = run_chunk_job(_big("inline-1"), context)
+    assert len(result.chunks) == inline["chunks"] > 1
+    record = store.load_record("big-1")
+    assert record["request_sha256"] == hashlib.sha256(_encoded(_big())).hexdigest()
+    assert "request_sha256" not in store.load_record("inline-1")  # inline records are unchanged
+    assert _payload_keys(store) == []  # deleted once the record was stored
+
+
+def test_the_stored_result_equals_the_inline_one(context: WorkerContext, store: ResultStore) -> None:  # noqa: F811
+    run_chunk_job(_big("same"), context, task_id="t-1")
+    inline = store.load_record("same")["result"]
+    run_chunk_job(_stored(store, "same", _big("same")), context, task_id="t-2")
+    referenced = store.load_record("same")["result"]
+    for result in (inline, referenced):
+        result["stats"].pop("timings_ms")
+    assert referenced == inline
+
+
+def test_a_missing_reference_stores_a_failure_that_says_so(
+    context: WorkerContext, store: ResultStore  # noqa: F811
+) -> None:
+    message = _stored(store, "big-1", _big())
+    store.client.delete(message["reference"]["key"])
+    with pytest.raises(ReferenceMissing, match="is gone"):
+        run_chunk_job(message, context, task_id="t-1")
+    record = store.load_record("big-1")
+    assert (record["status"], record["error"]["type"]) == ("FAILURE", "ReferenceMissing")
+    assert "expired after LONGPARSER_RESULT_TTL, or already consumed" in record["error"]["message"]
+
+
+def test_a_corrupt_reference_stores_a_failure_and_is_deleted(
+    context: WorkerContext, store: ResultStore  # noqa: F811
+) -> None:
+    message = _stored(store, "big-1", _big())
+    store.client.set(message["reference"]["key"], zlib.compress(b'{"document_id": "big-1", "blocks": []}'))
+    with pytest.raises(ReferenceCorrupt, match="inflate to"):
+        run_chunk_job(message, context, task_id="t-1")
+    record = store.load_record("big-1")
+    assert (record["status"], record["error"]["type"]) == ("FAILURE", "ReferenceCorrupt")
+    assert _payload_keys(store) == []
+
+
+def test_a_reference_to_another_document_is_corrupt(context: WorkerContext, store: ResultStore) -> None:  # noqa: F811
+    data = _encoded(_big("other"))
+    reference = RedisPayloads(store.client, store.prefix, store.ttl).put("big-1", data)
+    with pytest.raises(ReferenceCorrupt, match="referenced request is document 'other'"):
+        run_chunk_job(reference.as_message("big-1"), context, task_id="t-1")
+
+
+def test_an_invalid_referenced_request_is_named_like_an_inline_one(
+    context: WorkerContext, store: ResultStore  # noqa: F811
+) -> None:
+    bad = _big()
+    bad["blocks"][2]["provenance"] = {"page_number": -1}
+    reference = RedisPayloads(store.client, store.prefix, store.ttl).put("big-1", json.dumps(bad).encode())
+    with pytest.raises(InvalidPayload, match=r"^block 2 \(id 'p2'\): provenance.page_number"):
+        run_chunk_job(reference.as_message("big-1"), context, task_id="t-1")
+    assert store.load_record("big-1")["status"] == "FAILURE"
+
+
+def test_a_referenced_request_over_the_limit_is_refused_before_reading(
+    context: WorkerContext, store: ResultStore  # noqa: F811
+) -> None:
+    message = _stored(store, "big-1", _big())
+    limited = replace(context, settings=context.settings.model_copy(update={"max_payload_bytes": 2048}))
+    with pytest.raises(PayloadTooLarge, match="LONGPARSER_MAX_PAYLOAD_BYTES"):
+        run_chunk_job(message, limited, task_id="t-1")
+
+
+def test_an_inline_request_over_the_inline_limit_is_refused(context: WorkerContext) -> None:  # noqa: F811
+    limited = replace(context, settings=context.settings.model_copy(
+        update={"max_inline_bytes": 2048, "reference_threshold_bytes": 1024}))
+    with pytest.raises(PayloadTooLarge, match=r"\(LONGPARSER_MAX_INLINE_BYTES\); send it by reference"):
+        run_chunk_job(_big(), limited, task_id="t-1")
+
+
+def test_a_redelivery_after_the_result_was_stored_acks_and_stops(
+    eager: list, store: ResultStore  # noqa: F811
+) -> None:
+    message = _stored(store, "big-1", _big())
+    chunk_document.apply_async(args=[message], task_id="t-1").get()
+    first = store.load_record("big-1")
+    assert _payload_keys(store) == []
+    outcome = chunk_document.apply_async(args=[message], task_id="t-1")  # the same message again
+    assert outcome.state == "SUCCESS" and outcome.result["already_stored"] is True
+    assert store.load_record("big-1") == first  # untouched
+
+
+def test_a_gone_reference_with_another_requests_result_still_fails(
+    context: WorkerContext, store: ResultStore  # noqa: F811
+) -> None:
+    run_chunk_job(_big(), context, task_id="t-0")  # an inline result of the same id: no digest
+    message = _stored(store, "big-1", _big(blocks=41))
+    store.client.delete(message["reference"]["key"])
+    with pytest.raises(ReferenceMissing):
+        run_chunk_job(message, context, task_id="t-1")
+    assert store.load_record("big-1")["status"] == "FAILURE"
+
+
+class OutageClient:
+    """A Redis client whose GETs fail (Redis away) while ``down``."""
+
+    def __init__(self, inner: Any):
+        self.inner, self.down = inner, True
+
+    def get(self, *args: Any, **kwargs: Any) -> Any:
+        if self.down:
+            raise redis.exceptions.ConnectionError("Connection refused (simulated)")
+        return self.inner.get(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_redis_away_while_reading_leaves_the_message_for_redelivery(
+    context: WorkerContext, store: ResultStore  # noqa: F811
+) -> None:
+    message = _stored(store, "big-1", _big())
+    outage = OutageClient(store.client)
+    away = replace(context, settings=context.settings.model_copy(update={"store_retry_window": 0.2}),
+                   store=replace(store, client=outage))
+    with pytest.raises(StoreUnavailable, match="reading the request of big-1"):
+        run_chunk_job(message, away, task_id="t-1")
+    assert store.load_record("big-1") is None and len(_payload_keys(store)) == 1  # nothing consumed
+    outage.down = False
+    assert run_chunk_job(message, away, task_id="t-1")["status"] == "SUCCESS"
+    assert _payload_keys(store) == []
+
+
+def test_the_hard_time_limit_failure_deletes_the_reference(
+    context: WorkerContext, store: ResultStore  # noqa: F811
+) -> None:
+    message = _stored(store, "big-1", _big())
+    store_time_limit_failure(context, message, "t-9", 360)
+    assert store.load_record("big-1")["status"] == "FAILURE"
+    assert _payload_keys(store) == []
+
+
+def test_a_referenced_request_splits_into_its_envelope_and_its_raw_blocks() -> None:
+    request = _big()
+    envelope, blocks = split_request(json.dumps(request).encode())
+    assert blocks == request["blocks"]  # dicts: the engine validates them as it reads them
+    assert envelope == ChunkRequest.model_validate({**request, "blocks": []})
+    with pytest.raises(InvalidPayload, match="not JSON"):
+        split_request(b"{nope")
+    with pytest.raises(InvalidPayload, match=r"config\.max_token"):
+        split_request(json.dumps({**request, "config": {"max_token": 5}}).encode())
+    # a request without a block list is validated whole, as an inline one would be
+    with pytest.raises(InvalidPayload, match="payload must be a JSON object"):
+        split_request(b"[1, 2]")
