@@ -134,6 +134,24 @@ def test_B09_row_batches_record_format(make_block):
     ]
 
 
+def test_table_batch_tokens_cuts_a_table_that_does_not_fit_into_small_batches(make_block):
+    # records have 5 words (6 tokens): max_tokens 20 takes three rows, table_batch_tokens 12 two
+    blocks = [make_block("", "table", table=table_dict(PEOPLE))]
+    plain = run_engine(blocks, max_tokens=20, generate_schema_chunks=False)
+    assert [(c.metadata["row_start"], c.metadata["row_end"]) for c in plain.chunks] == [(1, 3), (4, 5)]
+    small = run_engine(blocks, max_tokens=20, table_batch_tokens=12, generate_schema_chunks=False)
+    assert [(c.metadata["row_start"], c.metadata["row_end"]) for c in small.chunks] == [
+        (1, 2), (3, 4), (5, 5)]
+    assert [c.text for c in small.chunks] == ["\n".join(PEOPLE_RECORDS[0:2]), "\n".join(PEOPLE_RECORDS[2:4]),
+                                              PEOPLE_RECORDS[4]]
+
+
+def test_table_batch_tokens_leaves_a_table_that_fits_whole(make_block):
+    blocks = [make_block("", "table", table=table_dict(PEOPLE))]
+    whole = run_engine(blocks, table_batch_tokens=6, generate_schema_chunks=False)
+    assert [c.text for c in whole.chunks] == ["\n".join(PEOPLE_RECORDS)]
+
+
 @pytest.mark.case("B09")
 def test_B09_row_batches_limited_by_token_budget(make_block):
     # records have 5 words (6 tokens): two rows (12) exceed 11
