@@ -33,6 +33,7 @@ RECOMMENDED_CONFIG: Mapping[str, Any] = MappingProxyType({
     "token_counter": "model",
     "overlap_blocks": 0,
     "table_chunk_format": "labelled",
+    "table_batch_tokens": 64,
     "table_titles": True,
     "generate_schema_chunks": False,
     "pack_tables": True,
