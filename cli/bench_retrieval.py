@@ -71,6 +71,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "rows as row_record (key=value)": {"table_chunk_format": "row_record"},
     "rows as pipe": {"table_chunk_format": "pipe"},
     "rows as markdown": {"table_chunk_format": "markdown"},
+    "table batches as large as the budget (no table_batch_tokens)": {"table_batch_tokens": None},
     "table titles on rows off": {"table_titles": False},
     "header rows: flags only (no inference)": {"table_header_inference": False},
     "schema chunks on": {"generate_schema_chunks": True},

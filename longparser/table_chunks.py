@@ -21,8 +21,13 @@ Formats (``table_chunk_format``), each row of a data row (or band) written whole
 Batching: rows are added while the batch fits (:meth:`Budget.packer`: the per-line token sum
 with its title and header line, or in strict mode the batch's emitted count) and holds fewer
 than ``table_rows_per_chunk`` rows; a single row larger than the target is kept whole (a target
-exception). In strict mode a row too long alone is cut by the fit stage, which the batch tells
-where a table may be cut (:class:`~longparser.build.TableRows`).
+exception). With ``table_batch_tokens`` N, a column band that does not fit one chunk is cut
+into batches whose rows count at most N tokens (their lines' sum; the title and header lines
+aside), so each chunk holds a few rows, the facts a question asks for, under the table's title
+rather than as many rows as the budget takes; a band that fits one chunk stays whole (a small
+table reads best whole, and only a single-chunk table is packed with its neighbours). In
+strict mode a row too long alone is cut by the fit stage, which the batch tells where a table
+may be cut (:class:`~longparser.build.TableRows`).
 
 Wide tables (more than ``wide_table_col_threshold`` columns): bands of 12 columns, each
 carrying column 0 as the key. Reading: band 1 is columns 0-11; every later band is column 0
@@ -169,7 +174,9 @@ class _Batcher:
         self.first_tokens = sum(counter.count_joined(p.text, (p.units,)) for p in self.first_opening)
         self.tokens = [counter.count_joined(line, (n,))
                        for line, n in zip(self.lines, self.units, strict=True)]
+        self.token_sums = [0, *accumulate(self.tokens)]
         self.rows_per_chunk = config.table_rows_per_chunk
+        self.batch_tokens = config.table_batch_tokens
         self.fits = budget.packer(lambda rows: self.draft(rows[0], rows[-1] + 1))
 
     def draft(self, i: int, j: int) -> Draft:
@@ -185,12 +192,22 @@ class _Batcher:
         return draft
 
     def batches(self) -> list[Draft]:
+        """The batches: the band whole when it fits one chunk, else batches of at most
+        ``table_batch_tokens`` of rows."""
+        drafts = self._batches(None)
+        if len(drafts) > 1 and self.batch_tokens is not None:
+            return self._batches(self.batch_tokens)
+        return drafts
+
+    def _batches(self, limit: int | None) -> list[Draft]:
         """The batches, each sized with the opening it has."""
         drafts: list[Draft] = []
         start, running = 0, self.first_tokens
+        sums = self.token_sums
         for i in range(len(self.lines)):
             held = i - start
             if held and (held >= self.rows_per_chunk
+                         or (limit is not None and sums[i + 1] - sums[start] > limit)
                          or not self.fits(range(start, i), i, running + self.tokens[i])):
                 drafts.append(self.draft(start, i))
                 start, running = i, self.opening_tokens

@@ -11,16 +11,20 @@ Decisions (docs/chunking.md has the rules):
   then names every row it covers, so each row record stands alone; a column-spanning
   header names every column under it). Where cells overlap, the first cell wins.
 * Header rows are the rows covered by any ``column_header`` cell (docling's flags). Without
-  flags (and unless inference is off): the first row, and every row after it up to the first
-  row that is at least half numeric (half of its cells that hold something are figures: a
-  digit and no letter, so ``7,015``, ``84-89`` and ``4.68 (2.22–9.87)``; placeholders such as
-  ``n/a`` and ``-`` hold nothing), when that row
-  comes within the first :data:`MAX_HEADER_ROWS` + 1 rows; a table with no such row (all
-  text), or with one further down, has the first row alone as its header. So a deep header
-  (a title row, a group row, a unit row) names every column, and a row of figures (years
-  included) is data. With inference off and no flags there is no header row. A column's name
-  is its header rows' distinct non-empty texts joined by `` / `` (``Revenue / 2024``), or
-  ``col_<i>`` (its 0-based column index) when empty. Duplicate names are kept as given.
+  flags (and unless inference is off) they are the rows above the first row that is at least
+  half numeric, when that row is one of the first :data:`MAX_HEADER_ROWS` + 1 (a header of up
+  to 6 rows; none when row 0 itself is numeric: a table of figures without a header). Half
+  numeric: half of the row's cells that hold something are figures: a digit and no letter
+  (``7,015``, ``84-89``, ``4.68 (2.22–9.87)``) or a quantity, a number and at most two short
+  unit words (``1.445 ppm ZnSO4``, ``135 kA``); placeholders such as ``n/a`` and ``-`` hold
+  nothing. A row whose figures are all years, two or more (``Revenue | 2023 | 2024``), ends
+  the header only when no other numeric row comes within those rows: years head columns more
+  often than they fill them. A table with no numeric row there (all text, or figures further
+  down) has the first row alone as its header. So a deep header (a title row, a group row, a
+  unit row) names every column. With inference off and no flags there is no header row. A
+  column's name is its header rows' distinct non-empty texts joined by `` / ``
+  (``Revenue / 2024``), or ``col_<i>`` (its 0-based column index) when empty. Duplicate names
+  are kept as given.
 * A row's label says which row it is: the texts of its row-header cells (``row_header``
   flags: the columns holding a flagged cell), else its first column's text (the first column
   whose texts differ from row to row: a column of one repeated mark labels nothing).
@@ -60,6 +64,10 @@ _DIGITS_TO_ZERO = str.maketrans("123456789", "000000000")
 _DIGIT = re.compile(r"\d")
 _LETTER = re.compile(r"[^\W\d_]")  # any script's letters
 _PLACEHOLDERS = frozenset({"-", "–", "—", "n/a", "na", "n.a.", "…", "...", "*", "x", "?"})
+# A measured value: a number (sign, comparison, percent) and one or two unit words of at most six
+# characters, such as ``ppm ZnSO4`` or ``kA`` (``2 x 136V AC UPS`` is text).
+_QUANTITY = re.compile(r"[-+−±~<>≤≥]?\s*\d[\d,.]*\s*%?(?:\s*[^\W\d_]\S{0,5}){1,2}")
+_YEAR = re.compile(r"(?:1[89]|2[01])\d\d")
 
 
 MAX_HEADER_ROWS = 6
@@ -163,23 +171,43 @@ def _flagged_rows(cells: Sequence[TableCell], row_ids: Sequence[int]) -> list[in
 
 
 def _is_figure(value: str) -> bool:
-    """A figure: a digit and no letter (``7,015``, ``84-89``, ``4.68 (2.22–9.87)``, ``±0.3``)."""
-    return _DIGIT.search(value) is not None and _LETTER.search(value) is None
+    """A figure: a digit and no letter (``7,015``, ``84-89``, ``4.68 (2.22–9.87)``, ``±0.3``), or
+    a quantity: a number and at most two short unit words (``1.445 ppm ZnSO4``, ``135 kA``)."""
+    if _DIGIT.search(value) is None:
+        return False
+    return _LETTER.search(value) is None or _QUANTITY.fullmatch(value) is not None
+
+
+def _figures(row: list[str]) -> tuple[list[str], list[str]]:
+    """The row's cells that hold something (placeholders such as ``n/a`` or ``-`` hold nothing),
+    and those of them that are figures."""
+    values = [value for value in row if value and value.lower() not in _PLACEHOLDERS]
+    return values, list(filter(_is_figure, values))
 
 
 def _half_numeric(row: list[str]) -> bool:
-    """At least half of the row's cells that hold something are figures (placeholders such as
-    ``n/a`` or ``-`` hold nothing)."""
-    values = [value for value in row if value and value.lower() not in _PLACEHOLDERS]
-    return bool(values) and 2 * sum(map(_is_figure, values)) >= len(values)
+    """At least half of the row's cells that hold something are figures."""
+    values, figures = _figures(row)
+    return bool(values) and 2 * len(figures) >= len(values)
+
+
+def _years_row(row: list[str]) -> bool:
+    """The row's figures are two or more distinct years and nothing else (``Revenue | 2023 | 2024``)."""
+    _, figures = _figures(row)
+    return len(set(figures)) >= 2 and all(map(_YEAR.fullmatch, figures))
 
 
 def _inferred_header_rows(grid: list[list[str]]) -> list[int]:
-    """Without flags: row 0, then the rows before the first half-numeric row (see the module doc)."""
-    for r in range(1, min(len(grid), MAX_HEADER_ROWS + 1)):
+    """Without flags: the rows above the first half-numeric row among the first
+    :data:`MAX_HEADER_ROWS` + 1, a row of years only when no other numeric row follows there;
+    row 0 alone when none is numeric (see the module doc)."""
+    years = None  # the first row of years, the header's end when no other numeric row follows
+    for r in range(min(len(grid), MAX_HEADER_ROWS + 1)):
         if _half_numeric(grid[r]):
-            return list(range(r))
-    return [0]
+            if not _years_row(grid[r]):
+                return list(range(r))
+            years = r if years is None else years
+    return [0] if years is None else list(range(years))
 
 
 def _label_columns(cells: Sequence[TableCell], col_ids: Sequence[int], header_rows: set[int],

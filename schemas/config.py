@@ -33,6 +33,7 @@ RECOMMENDED_CONFIG: Mapping[str, Any] = MappingProxyType({
     "token_counter": "model",
     "overlap_blocks": 0,
     "table_chunk_format": "labelled",
+    "table_batch_tokens": 64,
     "table_titles": True,
     "generate_schema_chunks": False,
     "pack_tables": True,
@@ -84,6 +85,10 @@ class ChunkingConfig(BaseModel):
     min_tokens: int = Field(default=100, ge=0)
     overlap_blocks: int = Field(default=1, ge=0, le=16)
     table_rows_per_chunk: int = Field(default=15, ge=1)
+    # A table (column band) that does not fit one chunk is cut into row batches of at most this
+    # many tokens of rows (title and header lines aside): a few facts per chunk under the table's
+    # title; one that fits stays whole (None: batches as large as max_tokens allows).
+    table_batch_tokens: int | None = Field(default=None, ge=1, le=100_000)
     table_chunk_format: TableChunkFormat = "row_record"
     generate_schema_chunks: bool = True
     wide_table_col_threshold: int = Field(default=25, ge=1)

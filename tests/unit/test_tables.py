@@ -18,7 +18,7 @@ import pytest
 from pydantic import ValidationError
 
 from longparser import chunk_blocks
-from longparser.tables import build_grid
+from longparser.tables import _is_figure, build_grid
 from schemas import Block, InputError, TableCell, parse_input
 from tests.unit.engine_helpers import PEOPLE, PEOPLE_RECORDS, run_engine, table_dict, view, words
 
@@ -132,6 +132,24 @@ def test_B09_row_batches_record_format(make_block):
     assert metas == [
         ("b1", 1, 2, None, "row_record"), ("b1", 3, 4, None, "row_record"), ("b1", 5, 5, None, "row_record"),
     ]
+
+
+def test_table_batch_tokens_cuts_a_table_that_does_not_fit_into_small_batches(make_block):
+    # records have 5 words (6 tokens): max_tokens 20 takes three rows, table_batch_tokens 12 two
+    blocks = [make_block("", "table", table=table_dict(PEOPLE))]
+    plain = run_engine(blocks, max_tokens=20, generate_schema_chunks=False)
+    assert [(c.metadata["row_start"], c.metadata["row_end"]) for c in plain.chunks] == [(1, 3), (4, 5)]
+    small = run_engine(blocks, max_tokens=20, table_batch_tokens=12, generate_schema_chunks=False)
+    assert [(c.metadata["row_start"], c.metadata["row_end"]) for c in small.chunks] == [
+        (1, 2), (3, 4), (5, 5)]
+    assert [c.text for c in small.chunks] == ["\n".join(PEOPLE_RECORDS[0:2]), "\n".join(PEOPLE_RECORDS[2:4]),
+                                              PEOPLE_RECORDS[4]]
+
+
+def test_table_batch_tokens_leaves_a_table_that_fits_whole(make_block):
+    blocks = [make_block("", "table", table=table_dict(PEOPLE))]
+    whole = run_engine(blocks, table_batch_tokens=6, generate_schema_chunks=False)
+    assert [c.text for c in whole.chunks] == ["\n".join(PEOPLE_RECORDS)]
 
 
 @pytest.mark.case("B09")
@@ -345,10 +363,48 @@ def test_a_text_row_above_numeric_columns_is_a_second_header_row() -> None:
         ["Caption", "22524", "1059", "2.04", "1.77"], ["Footnote", "6318", "345", "0.60", "0.31"]]
 
 
-def test_a_row_of_years_is_data_not_header() -> None:
+def test_a_row_of_years_heads_its_columns_when_other_figures_follow() -> None:
     grid = _grid_of([["Region", "Revenue", "Revenue"], ["", "2023", "2024"], ["North", "10", "12"]])
-    assert grid.columns == ["Region", "Revenue", "Revenue"]
-    assert grid.rows == [["", "2023", "2024"], ["North", "10", "12"]]
+    assert grid.columns == ["Region", "Revenue / 2023", "Revenue / 2024"]
+    assert grid.rows == [["North", "10", "12"]]
+    years_first = _grid_of([["Year", "2023", "2024"], ["Sales", "10", "12"]])
+    assert (years_first.columns, years_first.rows) == (["Year", "2023", "2024"], [["Sales", "10", "12"]])
+
+
+def test_rows_of_years_with_no_other_figures_are_data() -> None:
+    rows = [["Name", "Born", "Died"], ["Ada", "1815", "1852"], ["Alan", "1912", "1954"]]
+    grid = _grid_of(rows)
+    assert (grid.columns, grid.rows) == (rows[0], rows[1:])
+
+
+def test_a_table_whose_first_row_is_numeric_has_no_header_row() -> None:
+    # The rows above the first half-numeric row are the header: none above row 0.
+    grid = _grid_of([["12", "7.5"], ["14", "8.1"]])
+    assert (grid.columns, grid.rows) == (["col_0", "col_1"], [["12", "7.5"], ["14", "8.1"]])
+
+
+def test_measured_quantities_are_figures_so_a_deep_header_above_them_is_kept() -> None:
+    rows = [
+        ["", "SENSITIVITY-EC50 VALUES", "SENSITIVITY-EC50 VALUES"],
+        ["GROWTH STAGE OF", "ZEOCIN", "CONTROL"],
+        ["ASSAY REAGENT", "TREATED", "CELLS"],
+        ["Lag Phase", "1.445 ppm ZnSO4", "1.580 ppm ZnSO4"],
+        ["Stationary phase", "0.426 ppm ZnSO4", "0.457 ppm ZnSO4"],
+    ]
+    grid = _grid_of(rows)
+    assert grid.columns == ["GROWTH STAGE OF / ASSAY REAGENT", "SENSITIVITY-EC50 VALUES / ZEOCIN / TREATED",
+                            "SENSITIVITY-EC50 VALUES / CONTROL / CELLS"]
+    assert grid.rows == rows[3:]
+
+
+@pytest.mark.parametrize(
+    ("value", "figure"),
+    [("7,015", True), ("84-89", True), ("4.68 (2.22–9.87)", True), ("45.8 %", True), ("135 kA", True),
+     ("1.445 ppm ZnSO4", True), ("R50", False), ("v5x6", False), ("n = 12", False),
+     ("2 x 136V AC UPS 1 x 137V AC normal", False), ("Page 1 of 10", False), ("Total", False)],
+)
+def test_what_counts_as_a_figure(value, figure) -> None:
+    assert _is_figure(value) is figure
 
 
 @pytest.mark.parametrize(
