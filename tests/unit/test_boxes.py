@@ -188,3 +188,24 @@ def test_an_unknown_coord_origin_is_refused(make_block) -> None:
 
     with pytest.raises(InputError, match="coord_origin"):
         run_engine([boxed(make_block("Words."), 10, 20, 30, 40, coord_origin="CENTER")])
+
+
+def test_a_code_line_too_long_after_its_indentation_is_cut_without_it(make_block) -> None:
+    # found by the property tests: a code piece keeps its line's indentation, but when not even
+    # a fragment of the line fits after it, the indentation goes with the cut (it was refused)
+    text = "def f():\n    " + "x" * 60 + " = 1"
+    by_length = Resources(model_counter=CallableCounter(lambda text: len(text) // 3 + 1, name="length"))
+    result = run_engine([make_block(text, "code")], by_length, max_tokens=8, token_counter="model", **STRICT)
+    spans = [(p["start"], p["end"]) for c in result.chunks for p in c.metadata["block_parts"]]
+    assert [text[s:e] for s, e in spans] == [c.text for c in result.chunks]
+    assert result.chunks[1].text.startswith("x")
+    assert all(not text[end:start].strip() for (_, end), (start, _) in pairwise(spans))
+
+
+def test_a_line_break_cut_leaves_the_lines_trailing_spaces_out_of_both_pieces(make_block) -> None:
+    # found by the property tests: the piece before a line-break cut kept the line's trailing spaces
+    text = f"{words(9)}  \t\n{words(9, 'beta')}"
+    result = run_engine([make_block(text)], max_tokens=12, **STRICT)
+    assert [c.text for c in result.chunks] == [words(9), words(9, "beta")]
+    assert [(p["start"], p["end"]) for c in result.chunks for p in c.metadata["block_parts"]] == [
+        (0, len(words(9))), (len(words(9)) + 4, len(text))]
