@@ -23,58 +23,87 @@ box (and the first one its caption's, when the caption is its content).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from schemas.blocks import TOPLEFT
 
-# A block's box normalised once when the block is read: (origin, left, low y, right, high y),
-# so merging is min/max on fixed places whatever the origin and however x0/x1 were ordered.
-Box = tuple[str, float, float, float, float]
-
 
 class Boxed(Protocol):
-    """What merging reads of a block's record."""
+    """What merging reads of a block's record: its page, and its box as :func:`keep_box` left
+    it (``origin`` None: the block has no box; else the edges ``x0, y0, x1, y1``)."""
 
     page: int | None
-    box: Box | None
+    origin: str | None
+    x0: float
+    y0: float
+    x1: float
+    y1: float
 
 
-def block_box(bbox: dict[str, Any] | None) -> Box | None:
-    """The normalised form of a block's validated ``provenance.bbox`` (None: it has none)."""
-    if bbox is None:
-        return None
-    x0, y0, x1, y1 = bbox["x0"], bbox["y0"], bbox["x1"], bbox["y1"]
-    return (bbox.get("coord_origin", TOPLEFT), min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
+def keep_box(rec: Boxed, bbox: dict[str, Any]) -> None:
+    """Keep a block's validated ``provenance.bbox`` on its record, as plain attributes: a tuple
+    or dict per block would be one more container for the collector to count and walk on every
+    long document (it showed in the default mode's speed)."""
+    rec.origin = bbox.get("coord_origin", TOPLEFT)
+    rec.x0, rec.y0, rec.x1, rec.y1 = bbox["x0"], bbox["y0"], bbox["x1"], bbox["y1"]
 
 
-def _written(page: int | None, box: Box) -> dict[str, Any]:
+def _written(page: int | None, origin: str, edges: list[float]) -> dict[str, Any]:
     """A merged box as a chunk writes it: ``t``/``b`` are the top and bottom edges as the origin
     reads them (top-left: ``t < b``; bottom-left: ``t > b``)."""
-    origin, left, low, right, high = box
+    left, low, right, high = edges
     top, bottom = (low, high) if origin == TOPLEFT else (high, low)
     return {"page": page, "l": left, "t": top, "r": right, "b": bottom, "coord_origin": origin}
 
 
-def merged_boxes(sources: Iterable[Boxed]) -> list[dict[str, Any]]:
+def merged_boxes(sources: Sequence[Boxed]) -> list[dict[str, Any]]:
     """The boxes of a chunk whose source records are ``sources``: one per page (and origin), in
-    page order (see the module doc)."""
-    merged: dict[tuple[int | None, str], Box] = {}
+    page order (see the module doc). Corners given in either order read as the same rectangle.
+
+    It runs for every chunk, and most chunks lie on one page: that case is merged in local
+    variables with comparisons; a second page (or origin) hands over to :func:`_per_page`."""
+    seen = False
+    page = origin = None
+    left = low = right = high = 0.0
     for rec in sources:
-        box = rec.box
-        if box is None:
+        where = rec.origin
+        if where is None:
             continue
-        key = (rec.page, box[0])
-        seen = merged.get(key)
-        if seen is None:
-            merged[key] = box
-        elif seen != box:
-            merged[key] = (box[0], min(seen[1], box[1]), min(seen[2], box[2]),
-                           max(seen[3], box[3]), max(seen[4], box[4]))
-    if not merged:
-        return []
-    if len(merged) == 1:
-        ((page, _), box), = merged.items()
-        return [_written(page, box)]
+        x0, y0, x1, y1 = rec.x0, rec.y0, rec.x1, rec.y1
+        if x1 < x0:
+            x0, x1 = x1, x0
+        if y1 < y0:
+            y0, y1 = y1, y0
+        if not seen:
+            seen, page, origin = True, rec.page, where
+            left, low, right, high = x0, y0, x1, y1
+            continue
+        if rec.page != page or where != origin:
+            return _per_page(sources)
+        if x0 < left:
+            left = x0
+        if y0 < low:
+            low = y0
+        if x1 > right:
+            right = x1
+        if y1 > high:
+            high = y1
+    return [_written(page, origin, [left, low, right, high])] if seen else []  # type: ignore[arg-type]
+
+
+def _per_page(sources: Sequence[Boxed]) -> list[dict[str, Any]]:
+    """:func:`merged_boxes` for sources on several pages (or origins)."""
+    merged: dict[tuple[int | None, str], list[float]] = {}
+    for rec in sources:
+        origin = rec.origin
+        if origin is None:
+            continue
+        x0, y0, x1, y1 = rec.x0, rec.y0, rec.x1, rec.y1
+        box = [min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)]
+        edges = merged.setdefault((rec.page, origin), box)
+        if edges is not box:
+            edges[:] = [min(edges[0], box[0]), min(edges[1], box[1]),
+                        max(edges[2], box[2]), max(edges[3], box[3])]
     order = sorted(merged, key=lambda key: (key[0] is None, key[0] or 0, key[1]))
-    return [_written(key[0], merged[key]) for key in order]
+    return [_written(page, origin, merged[(page, origin)]) for page, origin in order]

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    SkipValidation,
+    model_serializer,
+)
 from typing_extensions import TypedDict
 
 from schemas.blocks import CoordOrigin
@@ -61,8 +68,11 @@ class Chunk(BaseModel):
     # heading_context: the chunk's heading breadcrumb then its text (what to embed); else null
     embed_text: str | None = None
     # the primary blocks' boxes merged per page; absent (not []) when no source block has a box,
-    # so results of inputs without boxes are as they were
-    boxes: list[ChunkBox] = Field(default_factory=list, exclude_if=_empty)
+    # so results of inputs without boxes are as they were. Not validated when read: the engine
+    # is their only writer (longparser.boxes builds them in this shape, property-tested), and
+    # copying a list and a dict per chunk into the model cost the default mode's speed (the
+    # collector's full passes grow with every container a result holds).
+    boxes: Annotated[list[ChunkBox], SkipValidation] = Field(default_factory=list, exclude_if=_empty)
 
 
 class SemanticStats(BaseModel):

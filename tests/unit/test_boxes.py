@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from longparser.boxes import block_box, merged_boxes
+from longparser.boxes import keep_box, merged_boxes
 from longparser.prepare import Rec
 from longparser.resources import Resources
 from longparser.tokens import CallableCounter
@@ -26,7 +26,10 @@ def boxed(block: dict[str, Any], x0: float, y0: float, x1: float, y1: float, **e
 
 
 def rec(page: int | None, bbox: dict[str, Any] | None) -> Rec:
-    return Rec(0, "b", "paragraph", "text", page, (), 1.0, None, block_box(bbox))
+    record = Rec(0, "b", "paragraph", "text", page, (), 1.0, None)
+    if bbox is not None:
+        keep_box(record, bbox)
+    return record
 
 
 def box(page: int | None, l: float, t: float, r: float, b: float, origin: str = "TOPLEFT") -> dict[str, Any]:  # noqa: E741
