@@ -17,8 +17,9 @@ both columns, covering text of other chunks too: the blocks' own boxes (by ``blo
 the exact outline.
 
 A piece of a block (strict mode cut it) carries its whole block's box: the input says where a
-block is, not where each of its characters is. Every row batch of a table carries the table's
-box (and the first one its caption's, when the caption is its content).
+block is, not where each of its characters is. Every chunk of a table (row batches, schema)
+carries the table's whole box, and the table's first chunk its caption's too (where the
+caption is its content, not a repeated title).
 """
 
 from __future__ import annotations
