@@ -75,7 +75,8 @@ Decisions (and why):
 * **Provenance**: page and bbox from the item's first ``prov`` entry. docling's bbox
   (``l, t, r, b``) is converted to top-left origin when the page height is known (LongParser's
   convention: ``y0 < y1``, ``y0`` the top) and becomes ``x0, y0, x1, y1``; without a page size
-  it is kept as docling has it and ``flags["bbox_origin"]`` says which origin it uses. An item
+  it is kept as docling has it and its ``coord_origin`` (and ``flags["bbox_origin"]``) says which
+  origin it uses; chunks carry these boxes merged per page (``Chunk.boxes``). An item
   without ``prov`` gets the page of the block before it (page 1 at the start; a caption or
   footnote without prov gets its owner's page) and no bbox: docling items without prov are
   mostly list items and captions of converted DocTags, which sit where their neighbours are.
@@ -659,6 +660,7 @@ class _Converter:
             box = box.to_top_left_origin(page_height=size.height)
         elif origin != "TOPLEFT":
             flags["bbox_origin"] = origin
+            return {"x0": box.l, "y0": box.t, "x1": box.r, "y1": box.b, "coord_origin": origin}
         return {"x0": box.l, "y0": box.t, "x1": box.r, "y1": box.b}
 
 

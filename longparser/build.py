@@ -13,7 +13,7 @@ A Draft's text is ``prefix + body``:
 * ``prefix`` is repeated text put before the body (a list's lead-in, paragraph overlap),
   with its separator; its block ids are recorded in metadata, never in ``block_ids``.
 
-``block_ids`` and ``page_numbers`` come from the source parts only. A chunk holding an
+``block_ids``, ``page_numbers`` and ``boxes`` come from the source parts only. A chunk holding an
 equation block is an ``equation`` chunk (table chunks keep their type).
 
 A Draft is changed in place only by the stage that owns it; a trial (will this fit?) is a new
@@ -27,6 +27,7 @@ from itertools import repeat
 from operator import attrgetter
 from typing import Any, NamedTuple
 
+from longparser.boxes import merged_boxes
 from longparser.prepare import Rec
 from longparser.sections import Section
 from longparser.tables import Grid
@@ -278,4 +279,5 @@ def to_chunk(
         "metadata": chunk_metadata(draft, quality),
         "quality_score": min(1.0, max(0.0, float(score))),
         "embed_text": embed_text,
+        "boxes": merged_boxes(sources),
     })

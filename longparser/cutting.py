@@ -5,7 +5,8 @@ Used where a maximum must hold (strict mode) and where context is shortened (ove
 breadcrumbs). "Fits" is a predicate on a candidate piece (a chunk with some context around the
 piece), and a longer piece never fits when a shorter one does not. Every piece is a span of the
 original text; the whitespace at a cut is left out of both pieces, so the pieces hold every
-other character of the text, in order.
+other character of the text, in order. A piece never starts or ends with whitespace, except
+that a piece of code starts with its first line's indentation.
 
 Cost: each piece is searched for in a window that doubles from the piece's start until it
 holds more than fits, so cutting a long text costs about as many counts as it has pieces times
@@ -19,13 +20,14 @@ from collections.abc import Callable
 
 from longparser.tokens import TokenCounter, count
 
-# Each level's cuts: the whitespace (group 1) between two pieces.
-_LINES = re.compile(r"[^\S\n]*(\n\s*)(?=\S)")
+# Each level's cuts: the whitespace (group 1) between two pieces; a line's trailing spaces are
+# part of the cut, so a piece never ends with whitespace.
+_LINES = re.compile(r"([^\S\n]*\n\s*)(?=\S)")
 _SENTENCES = re.compile(r"[.!?…][\"'”’)\]]*(\s+)(?=\S)")  # after . ! ? … and closing quotes
 _WORDS = re.compile(r"(\s+)(?=\S)")
 # Code is cut at line ends only, the next line's indentation kept with it (a line longer than
 # the whole budget is still cut at spaces: a strict maximum wins over a line).
-_CODE_LINES = re.compile(r"[^\S\n]*(\n+)(?=[^\n])")
+_CODE_LINES = re.compile(r"([^\S\n]*\n+)(?=[^\n])")
 LEVELS = (_LINES, _SENTENCES, _WORDS)
 CODE_LEVELS = (_CODE_LINES, _WORDS)
 FIRST_WINDOW = 256  # characters
@@ -112,6 +114,11 @@ def split_spans(
     spans: list[tuple[int, int]] = []
     while start < end:
         cut = _next_piece(text, start, end, fits, counter, levels)
+        if cut is None and text[start].isspace():
+            # a code line's indentation, and not even a fragment of the line fits after it: the
+            # indentation goes with the cut, like the whitespace at any other cut
+            start = end - len(text[start:end].lstrip())
+            cut = _next_piece(text, start, end, fits, counter, levels)
         if cut is None:
             return None
         spans.append((start, cut[0]))

@@ -402,19 +402,27 @@ def fit_all(drafts: list[Draft], budget: Budget) -> list[Draft]:
     return pieces
 
 
+def _piece_of_block_text(p: Part) -> bool:
+    """A piece of its block's own text: a span of the text cut, not of a table row the engine
+    rendered from cells (a structured table's pieces are told by ``row_start``/``row_end``)."""
+    return p.span is not None and not p.repeated and p.rec.grid is None
+
+
 def block_parts(drafts: list[Draft]) -> list[list[dict[str, Any]]]:
-    """For each draft, the pieces of blocks it holds: ``{block_id, part, of, start, end}``."""
+    """For each draft, the pieces of blocks it holds: ``{block_id, part, of, start, end}``, where
+    ``block.text[start:end]`` is the piece as the chunk's text holds it (docs/chunking.md,
+    "Provenance")."""
     spans: dict[str, list[tuple[int, int]]] = {}
     for draft in drafts:
         for p in draft.parts:
-            if p.span is not None and not p.repeated:
-                spans.setdefault(p.rec.block_id, []).append(p.span)
+            if _piece_of_block_text(p):
+                spans.setdefault(p.rec.block_id, []).append(p.span)  # type: ignore[arg-type]
     numbers = {key: sorted(set(found)) for key, found in spans.items()}
     out = []
     for draft in drafts:
         out.append([
             {"block_id": p.rec.block_id, "part": numbers[p.rec.block_id].index(p.span) + 1,
-             "of": len(numbers[p.rec.block_id]), "start": p.span[0], "end": p.span[1]}
-            for p in draft.parts if p.span is not None and not p.repeated
+             "of": len(numbers[p.rec.block_id]), "start": p.span[0], "end": p.span[1]}  # type: ignore[index]
+            for p in draft.parts if _piece_of_block_text(p)
         ])
     return out

@@ -29,6 +29,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
+from longparser.boxes import keep_box
 from longparser.equations import looks_like_equation
 from longparser.tables import Grid, build_grid
 from longparser.tokens import TokenCounter
@@ -48,6 +49,8 @@ class Rec:
     Attributes:
         pos: index in the caller's sequence (reading order; the chunk order key).
         block_id, kind, text, page, path, confidence: from the block (kind may be re-tagged).
+        origin, x0, y0, x1, y1: the block's box (:func:`longparser.boxes.keep_box`); ``origin``
+            None when it has none (the edges are then unset).
         units, tokens: the token counter's measure and count of ``text`` (0 for table blocks,
             whose drafts measure their own rendered rows).
         grid: a structured table block's grid (built here, so the block's pydantic cells can be
@@ -55,7 +58,10 @@ class Rec:
             (every other block, and a table block without cells).
     """
 
-    __slots__ = ("block_id", "confidence", "grid", "kind", "page", "path", "pos", "text", "tokens", "units")
+    __slots__ = (
+        "block_id", "confidence", "grid", "kind", "origin", "page", "path", "pos", "text", "tokens", "units",
+        "x0", "x1", "y0", "y1",
+    )
 
     def __init__(
         self,
@@ -70,7 +76,7 @@ class Rec:
     ) -> None:
         self.pos, self.block_id, self.kind, self.text = pos, block_id, kind, text
         self.page, self.path, self.confidence = page, path, confidence
-        self.grid, self.units, self.tokens = grid, 0, 0
+        self.grid, self.units, self.tokens, self.origin = grid, 0, 0, None
 
     def __repr__(self) -> str:  # debugging aid only
         return f"Rec({self.pos}, {self.block_id!r}, {self.kind!r}, {self.text[:30]!r})"
@@ -145,8 +151,12 @@ def prepare(
             last_list = block["hierarchy_path"]
             path = tuple(last_list)
         grid = build_grid(cells, infer_header) if kind == "table" and cells else None
-        records.append(Rec(pos, block["block_id"], kind, text, block["provenance"]["page_number"], path,
-                           block["confidence"]["overall"], grid))
+        provenance = block["provenance"]
+        rec = Rec(pos, block["block_id"], kind, text, provenance["page_number"], path,
+                  block["confidence"]["overall"], grid)
+        if provenance["bbox"] is not None:
+            keep_box(rec, provenance["bbox"])
+        records.append(rec)
         previous_text = text
     counted = [rec for rec in records if rec.kind != "table"]
     for rec, units in zip(counted, counter.measure([rec.text for rec in counted]), strict=True):

@@ -62,8 +62,18 @@ _INPUT = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
 _PART = ConfigDict(extra="ignore", populate_by_name=True)
 
 
+CoordOrigin = Literal["TOPLEFT", "BOTTOMLEFT"]
+TOPLEFT: CoordOrigin = "TOPLEFT"
+
+
 class BBox(TypedDict, total=False):
-    """Bounding box in page coordinates (points)."""
+    """Bounding box in page coordinates (points): ``x0, x1`` left and right, ``y0, y1`` top and
+    bottom as the origin reads them.
+
+    ``coord_origin``: where ``y`` is 0. Absent means ``TOPLEFT`` (LongParser's convention: ``y``
+    grows downwards, ``y0 < y1``); ``BOTTOMLEFT`` is a PDF's own (docling's when it has no page
+    height to convert with: ``y0 > y1``). Chunks' boxes are merged in the blocks' own system.
+    """
 
     __pydantic_config__ = _PART  # type: ignore[misc]
 
@@ -71,6 +81,7 @@ class BBox(TypedDict, total=False):
     y0: Annotated[float, Field(default=0.0)]
     x1: Annotated[float, Field(default=0.0)]
     y1: Annotated[float, Field(default=0.0)]
+    coord_origin: CoordOrigin
 
 
 class Provenance(TypedDict, total=False):

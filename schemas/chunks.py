@@ -2,13 +2,46 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    SkipValidation,
+    model_serializer,
+)
+from typing_extensions import TypedDict
+
+from schemas.blocks import CoordOrigin
 
 ChunkType = Literal["section", "table", "table_schema", "list", "equation"]
 
 _OUTPUT = ConfigDict(extra="forbid")
+
+
+class ChunkBox(TypedDict):
+    """Where a chunk's source blocks lie on one page: the smallest rectangle holding their boxes,
+    in the blocks' own coordinates (``docs/chunking.md``, "Provenance").
+
+    ``l``/``r``: left and right edges; ``t``/``b``: top and bottom edges as ``coord_origin``
+    reads them (``TOPLEFT``: ``t < b``; ``BOTTOMLEFT``: ``t > b``). ``page``: the blocks'
+    ``provenance.page_number``.
+    """
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+
+    page: int | None
+    l: float  # noqa: E741 - docling's and the PDF world's name for the left edge
+    t: float
+    r: float
+    b: float
+    coord_origin: CoordOrigin
+
+
+def _empty(value: list[Any]) -> bool:
+    return not value
 
 
 class Chunk(BaseModel):
@@ -34,6 +67,12 @@ class Chunk(BaseModel):
     quality_score: float = Field(default=0.0, ge=0.0, le=1.0)
     # heading_context: the chunk's heading breadcrumb then its text (what to embed); else null
     embed_text: str | None = None
+    # the primary blocks' boxes merged per page; absent (not []) when no source block has a box,
+    # so results of inputs without boxes are as they were. Not validated when read: the engine
+    # is their only writer (longparser.boxes builds them in this shape, property-tested), and
+    # copying a list and a dict per chunk into the model cost the default mode's speed (the
+    # collector's full passes grow with every container a result holds).
+    boxes: Annotated[list[ChunkBox], SkipValidation] = Field(default_factory=list, exclude_if=_empty)
 
 
 class SemanticStats(BaseModel):

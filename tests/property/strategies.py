@@ -4,8 +4,9 @@ The streams are built to reach every stage: all block types, runs of list items 
 lead-in, paragraphs that read like equations (and their lead-ins), tables with ragged cells
 (missing cells, spans, empty texts, header flags, the ``r0``/``c0`` aliases, wide tables),
 empty / whitespace / separator texts, unicode (Greek and math, CJK, RTL, emoji, combining
-marks) and huge paragraphs. Block ids are unique; pages are non-decreasing with an occasional
-jump back (extractors do emit that), so the engine's own sorting is exercised.
+marks) and huge paragraphs; boxes in either origin, or none. Block ids are unique; pages are
+non-decreasing with an occasional jump back (extractors do emit that), so the engine's own
+sorting is exercised.
 """
 
 from __future__ import annotations
@@ -106,6 +107,22 @@ def table_cells(draw: st.DrawFn) -> dict[str, Any]:
     return {"n_rows": declared_rows, "n_cols": n_cols, "cells": cells}
 
 
+_COORDS = st.floats(min_value=0.0, max_value=1000.0, allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def bboxes(draw: st.DrawFn) -> dict[str, Any] | None:
+    """A block's box: none, LongParser's top-left (origin absent or named) or a PDF's bottom-left
+    (``y0`` the top, above ``y1``); corners as drawn, so some arrive swapped."""
+    kind = draw(st.sampled_from(["none", "top-left", "named", "bottom-left"]))
+    if kind == "none":
+        return None
+    box = {"x0": draw(_COORDS), "y0": draw(_COORDS), "x1": draw(_COORDS), "y1": draw(_COORDS)}
+    if kind != "top-left":
+        box["coord_origin"] = "BOTTOMLEFT" if kind == "bottom-left" else "TOPLEFT"
+    return box
+
+
 @st.composite
 def block_dicts(draw: st.DrawFn, index: int, page: int, path: tuple[str, ...]) -> dict[str, Any]:
     kind = draw(st.sampled_from(BLOCK_TYPES))
@@ -120,7 +137,7 @@ def block_dicts(draw: st.DrawFn, index: int, page: int, path: tuple[str, ...]) -
         "heading_level": draw(st.sampled_from([None, 1, 2, 3])) if kind == "heading" else None,
         "indent_level": 0,
         "hierarchy_path": list(path),
-        "provenance": {"source_file": "doc.pdf", "page_number": page, "bbox": None},
+        "provenance": {"source_file": "doc.pdf", "page_number": page, "bbox": draw(bboxes())},
         "confidence": {"overall": draw(st.floats(min_value=0.0, max_value=1.0))},
         "table": table,
         "flags": draw(st.sampled_from([None, [], ["ocr"]])),

@@ -18,6 +18,9 @@ without resources):
   word estimate of the final text;
 * a split list's later pieces repeat the lead-in without citing it; a table's row chunks cover
   its data rows contiguously from 1 in batches of at most ``table_rows_per_chunk``;
+* a chunk's boxes (docs/chunking.md, "Provenance") are its primary blocks' boxes merged per page
+  and origin: every such block's box lies inside its page's box, every edge of a box is an
+  edge of one of them, and a chunk none of whose primary blocks has a box has none;
 * the same input twice gives byte-identical result JSON (timings aside), and Block models
   give the same result as their dicts;
 * the caller's blocks are unchanged.
@@ -203,6 +206,39 @@ def check_order_and_provenance(blocks: list[dict[str, Any]], kept: set[str], res
     assert result.stats.chunks_out == len(result.chunks)
 
 
+def _normalised(bbox: dict[str, Any]) -> tuple[str, float, float, float, float]:
+    """(origin, left, top, right, bottom) with top/bottom as the origin reads them."""
+    origin = bbox.get("coord_origin", "TOPLEFT")
+    low, high = sorted((bbox["y0"], bbox["y1"]))
+    top, bottom = (low, high) if origin == "TOPLEFT" else (high, low)
+    return origin, min(bbox["x0"], bbox["x1"]), top, max(bbox["x0"], bbox["x1"]), bottom
+
+
+def check_boxes(blocks: list[dict[str, Any]], result: ChunkResult) -> None:
+    """Each chunk's boxes: its primary blocks' boxes, one rectangle per page and origin that
+    holds them all and is no larger (every edge is one block's edge)."""
+    by_id = {b["block_id"]: b for b in blocks}
+    for chunk in result.chunks:
+        found: dict[tuple[Any, str], list[tuple[float, float, float, float]]] = {}
+        for block_id in chunk.block_ids:
+            provenance = by_id[block_id]["provenance"]
+            if provenance["bbox"] is not None:
+                origin, *edges = _normalised(provenance["bbox"])
+                found.setdefault((provenance["page_number"], origin), []).append(tuple(edges))
+        assert len(chunk.boxes) == len(found), f"{chunk.chunk_id}: boxes {chunk.boxes} for {sorted(found)}"
+        pages = [box["page"] for box in chunk.boxes]
+        assert pages == sorted(pages), "boxes out of page order"
+        for box in chunk.boxes:
+            members = found[(box["page"], box["coord_origin"])]
+            down = 1 if box["coord_origin"] == "TOPLEFT" else -1  # which way a bottom edge lies
+            for left, top, right, bottom in members:
+                assert box["l"] <= left and right <= box["r"], f"{(left, right)} outside {box}"
+                assert down * box["t"] <= down * top, f"top {top} outside {box}"
+                assert down * bottom <= down * box["b"], f"bottom {bottom} outside {box}"
+            assert box["l"] in {m[0] for m in members} and box["t"] in {m[1] for m in members}
+            assert box["r"] in {m[2] for m in members} and box["b"] in {m[3] for m in members}
+
+
 def check_overlap_and_types(
     blocks: list[dict[str, Any]], config: dict[str, Any], result: ChunkResult
 ) -> None:
@@ -289,6 +325,7 @@ def test_valid_requests_keep_every_invariant(
     check_overlap_and_types(blocks, config, result)
     check_list_and_table_pieces(blocks, config, result)
     check_headings_lead(blocks, kept, config, result)
+    check_boxes(blocks, result)
     again = chunk_blocks(blocks, config, RESOURCES[resources], document_id="prop-doc")
     assert without_timings(again) == without_timings(result), "same input gave a different result"
 

@@ -4,7 +4,9 @@ For every counter (the word estimate, the pinned model's tokenizer, and a stub c
 is not additive) and ``max_tokens`` in {16, 32, 64, 128, 256}: every chunk's emitted text
 (``embed_text`` with heading context) counts at most ``max_tokens``; nothing is lost (every
 non-whitespace character of every kept block is in a chunk that names the block, in order:
-pieces of a cut block say which part they are); chunks and their blocks keep reading order;
+pieces of a cut block say which part they are, and which characters of the block's text: the
+text is its pieces with whitespace between them, and each piece is in its chunk's text as the
+block has it); chunks carry their blocks' boxes; chunks and their blocks keep reading order;
 the same input gives the same result and ids.
 """
 
@@ -27,6 +29,7 @@ from schemas import ChunkResult
 from tests.property.strategies import block_streams, configs
 from tests.property.test_invariants import (
     PROPERTY_SETTINGS,
+    check_boxes,
     check_exclusions,
     expected_texts,
     without_timings,
@@ -86,6 +89,26 @@ def check_nothing_lost_in_pieces(blocks: list[dict[str, Any]], kept: set[str], r
         assert [p["part"] for p in sorted(pieces, key=lambda p: p["start"])] == list(range(1, len(spans) + 1))
         covered = _squeeze("".join(text[s:e] for s, e in spans))
         assert covered == _squeeze(text), "pieces do not cover the block"
+        check_spans(text, spans, code=block["type"] == "code")
+        for chunk in chunks:  # each piece is in its chunk's text as the block's text has it
+            for piece in chunk.metadata.get("block_parts", []):
+                if piece["block_id"] == block["block_id"]:
+                    assert text[piece["start"] : piece["end"]] in chunk.text
+
+
+def check_spans(text: str, spans: list[tuple[int, int]], code: bool) -> None:
+    """docs/chunking.md, "Provenance": the text is its pieces in order with whitespace between
+    them (none where a word was cut) and around them; a piece neither starts nor ends with
+    whitespace (a piece of code starts with its first line's indentation)."""
+    bounds = [0, *[edge for span in spans for edge in span], len(text)]
+    for gap_start, gap_end in zip(bounds[::2], bounds[1::2], strict=True):
+        gap = text[gap_start:gap_end]
+        assert not gap.strip(), f"non-whitespace between pieces: {gap!r}"
+    for start, end in spans:
+        piece = text[start:end]
+        assert start < end and piece == piece.rstrip(), f"piece {piece[:40]!r} ends with whitespace"
+        indented = code and text[start - 1] == "\n"  # a code line keeps its indentation
+        assert piece == piece.lstrip() or indented, f"piece {piece[:40]!r} starts with whitespace"
 
 
 def check_reading_order(blocks: list[dict[str, Any]], result: ChunkResult) -> None:
@@ -114,6 +137,7 @@ def test_strict_mode_keeps_the_maximum_and_loses_nothing(
     check_maximum(result, COUNTERS[counter][1], max_tokens)
     check_nothing_lost_in_pieces(blocks, kept, result)
     check_reading_order(blocks, result)
+    check_boxes(blocks, result)
     again = chunk_blocks(json.loads(json.dumps(blocks)), strict, resources, document_id="strict-doc")
     assert without_timings(again) == without_timings(result)
 

@@ -136,6 +136,17 @@ REGRESSIONS = ROOT / "tests" / "fixtures" / "regressions"
         # breadcrumb ("Δ σύνοψη", "数据") left no room beside it for any piece of a table cell's
         # column name, and the request was refused instead of the breadcrumb giving way
         "tokenizer_breadcrumb_leaves_no_room_for_a_cell",
+        # a code line's indentation left no room for a fragment of its first word (6 tiktoken
+        # tokens): the cut inside the word saw only the indentation, and the request was refused
+        "tokenizer_code_indentation_leaves_no_room",
+        # Found with the streams that carry boxes, and failing before them too (the same blocks
+        # on the tree before boxes): open, kept here so that a fix shows (strict xfail).
+        pytest.param("tokenizer_heading_piece_over_a_tiny_window", marks=pytest.mark.xfail(
+            strict=True, reason="open: with a 6-token tiktoken window and heading_context, a piece "
+            "of a cut heading emits '\\nAda ñ' (7 tokens): a count that does not add up across a join")),
+        pytest.param("tokenizer_character_over_a_tiny_window", marks=pytest.mark.xfail(
+            strict=True, reason="open: a paragraph '𐀀0𐀀' (9 tokens) under a 6-token window is "
+            "refused though '𐀀0' (5) and '𐀀' (4) fit: the cut inside the word misses them")),
     ],
 )
 def test_cases_the_search_found(case: str) -> None:

@@ -355,6 +355,48 @@ def test_bbox_is_converted_to_top_left_origin() -> None:
     assert "bbox_origin" not in block["flags"]
 
 
+def test_chunks_of_a_real_conversion_carry_their_blocks_boxes_per_page() -> None:
+    # docs/chunking.md, "Provenance": the DocLayNet paper (a two-column PDF with page sizes)
+    blocks = converted(PAPER).blocks
+    boxes = {b["block_id"]: b["provenance"]["bbox"] for b in blocks}
+    pages = {b["block_id"]: b["provenance"]["page_number"] for b in blocks}
+    result = chunk_blocks(blocks, CONFIG)
+    assert all(chunk.boxes for chunk in result.chunks)  # every block of this conversion has a box
+    for chunk in result.chunks:
+        assert [box["page"] for box in chunk.boxes] == chunk.page_numbers
+        for box in chunk.boxes:
+            members = [boxes[i] for i in chunk.block_ids if pages[i] == box["page"]]
+            assert box == {"page": box["page"], "l": min(m["x0"] for m in members),
+                           "t": min(m["y0"] for m in members), "r": max(m["x1"] for m in members),
+                           "b": max(m["y1"] for m in members), "coord_origin": "TOPLEFT"}
+    # a table's row batches each carry the table's box, in points from the page's top left
+    table = [chunk for chunk in result.chunks if chunk.block_ids == ["tables-0"]]
+    assert len(table) > 1
+    for chunk in table:
+        ((box),) = chunk.boxes
+        assert (box["page"], box["l"], box["r"]) == (4, pytest.approx(98.931, abs=1e-3),
+                                                     pytest.approx(512.580, abs=1e-3))
+        assert box["t"] == pytest.approx(792 - 654.5245, abs=1e-2)
+        assert box["b"] == pytest.approx(792 - 497.9185, abs=1e-2)
+    # a chunk running from the left column into the right one: its page's box spans both
+    middle = 306  # the middle of a 612pt-wide page
+    across = [box for chunk in result.chunks for box in chunk.boxes
+              if {boxes[i]["x1"] < middle for i in chunk.block_ids if pages[i] == box["page"]}
+              >= {True, False}]  # on this page, one block left of the middle and one not
+    assert across and all(box["l"] < middle < box["r"] for box in across)
+
+
+def test_without_page_sizes_chunk_boxes_keep_doclings_bottom_left_origin() -> None:
+    document = raw(PAPER)
+    document["pages"] = {}  # no page height to convert with
+    result = chunk_blocks(convert_docling(document).blocks, CONFIG)
+    table = next(chunk for chunk in result.chunks if chunk.block_ids == ["tables-0"])
+    assert table.boxes == [{"page": 4, "l": pytest.approx(98.931, abs=1e-3),
+                            "t": pytest.approx(654.5245, abs=1e-3), "r": pytest.approx(512.580, abs=1e-3),
+                            "b": pytest.approx(497.9185, abs=1e-3), "coord_origin": "BOTTOMLEFT"}]
+    assert all(box["t"] >= box["b"] for chunk in result.chunks for box in chunk.boxes)
+
+
 def test_items_without_prov_take_the_previous_page() -> None:
     conversion = converted(DOCTAGS)
     assert conversion.report.missing_prov == 34
