@@ -1,0 +1,184 @@
+"""The producer client for asyncio upload services: ``submit``, ``status``, ``wait``, ``get_result``
+without blocking the event loop.
+
+    async with AsyncProducer(get_settings()) as producer:     # one per process, reused
+        handle = await producer.submit({"document_id": "doc-1", "blocks": blocks})
+        result = await producer.get_result(handle, timeout=60)  # schemas.ChunkResult
+
+* Publishing: Celery's ``send_task`` (and kombu under it) is synchronous, so :meth:`submit` runs
+  :meth:`tasks.client.Producer.submit` (validation, size check, publish, job entry) in ONE thread
+  pool of ``max_workers`` threads owned by the client: a burst of submissions queues there
+  instead of starting a thread each, and the loop only awaits.
+* Reads (status, records, the completion stream) go through ``redis.asyncio``: the job entry, the
+  record and, while no record is stored, Celery's task state (its Redis result-backend key, read
+  directly); :meth:`wait` blocks on the completion stream with ``XREAD BLOCK`` as the blocking
+  client does. The decisions (which record wins, which error to raise) are the blocking client's
+  own functions, so the two clients cannot drift.
+
+Outages: every read is retried with the blocking client's policy
+(``LONGPARSER_SUBMIT_RETRY_WINDOW``), pausing with ``asyncio.sleep``; then
+:class:`~tasks.errors.BrokerUnavailable`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any, TypeVar
+
+from config.settings import Settings
+from schemas import ChunkResult
+from service.events import EMPTY_STREAM_ID, block_ms
+from service.keys import celery_task_meta_key, events_key, job_key, result_key
+from service.redis_client import async_redis_client, masked
+from service.retry import Waits, async_call_with_retry, is_transient
+from service.store import decode_record
+from tasks.client import (
+    EVENT_BATCH,
+    FINAL_STATES,
+    JobHandle,
+    Producer,
+    _identify,
+    after_task_view,
+    events_of,
+    final_result,
+    not_final,
+    status_from_store,
+)
+from tasks.errors import BrokerUnavailable
+
+T = TypeVar("T")
+DEFAULT_PUBLISH_THREADS = 8
+
+
+def task_view(document_id: str, task_id: str, queue: str | None, meta: bytes | None) -> dict[str, Any]:
+    """The status view of a task from Celery's result-backend value (None: PENDING), as
+    :meth:`tasks.client.Producer.status` builds it from ``AsyncResult``."""
+    view = {"document_id": document_id, "task_id": task_id, "queue": queue, "state": "PENDING",
+            "progress": None, "error": None}
+    if meta is None:
+        return view
+    state = json.loads(meta)
+    view["state"] = state.get("status", "PENDING")
+    result = state.get("result")
+    if view["state"] == "PROGRESS" and isinstance(result, dict):
+        view["progress"] = result
+    elif view["state"] in ("FAILURE", "RETRY") and isinstance(result, dict) and "exc_type" in result:
+        message = result.get("exc_message")
+        if isinstance(message, list | tuple):
+            message = " ".join(str(part) for part in message)
+        view["error"] = {"type": result["exc_type"], "message": str(message)}
+    return view
+
+
+class AsyncProducer:
+    """The asyncio producer for one :class:`Settings` (see the module doc).
+
+    Args:
+        settings: the fleet's settings.
+        producer: the blocking producer that publishes (default: one built here).
+        client: a ``redis.asyncio`` client on the result store (default: from the settings).
+        max_workers: threads of the publishing pool.
+    """
+
+    def __init__(self, settings: Settings, *, producer: Producer | None = None, client: Any = None,
+                 max_workers: int = DEFAULT_PUBLISH_THREADS) -> None:
+        self.settings = settings
+        self.producer = producer if producer is not None else Producer(settings)
+        self.client = client if client is not None else async_redis_client(settings.result_url, settings)
+        self.prefix = self.producer.store.prefix
+        self.events_key = events_key(self.prefix)
+        self.waits = Waits()
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="longparser-publish")
+
+    async def __aenter__(self) -> AsyncProducer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Wait for submissions in flight, then release the pool, the Redis client and the app."""
+        await asyncio.get_running_loop().run_in_executor(None, self._pool.shutdown)
+        await self.client.aclose()
+        self.producer.close()
+
+    async def _call(self, what: str, function: Callable[[], Awaitable[T]]) -> T:
+        try:
+            return await async_call_with_retry(function, window=self.settings.submit_retry_window, what=what,
+                                               waits=self.waits)
+        except Exception as exc:
+            if is_transient(exc):
+                raise BrokerUnavailable(
+                    f"store unreachable at {masked(self.settings.result_url)} for "
+                    f"{self.settings.submit_retry_window:g} s while {what} ({type(exc).__name__}: "
+                    f"{' '.join(str(exc).split())})") from None
+            raise
+
+    async def submit(self, request: Any, **options: Any) -> JobHandle:
+        """:meth:`tasks.client.Producer.submit` (same arguments and errors), run in the client's
+        publishing pool."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, partial(self.producer.submit, request, **options))
+
+    async def fetch_record(self, document_id: str) -> dict[str, Any] | None:
+        """The stored record of a document (compressed results decompressed), or None."""
+        document_id, _ = _identify(document_id)
+        raw = await self._call(f"reading the result of {document_id}",
+                               lambda: self.client.get(result_key(self.prefix, document_id)))
+        return None if raw is None else decode_record(raw)
+
+    async def status(self, job: str | JobHandle) -> dict[str, Any]:
+        """:meth:`tasks.client.Producer.status`, read with ``redis.asyncio``."""
+        document_id, handle = _identify(job)
+        raw_entry = await self._call(f"reading the job of {document_id}",
+                                     lambda: self.client.get(job_key(self.prefix, document_id)))
+        record = await self.fetch_record(document_id)
+        view, task_id, queue = status_from_store(document_id, handle, None if raw_entry is None else
+                                                 json.loads(raw_entry), record)
+        if view is not None:
+            return view
+        assert task_id is not None
+        meta_key = celery_task_meta_key(self.settings.celery_key_prefix, task_id)
+        meta = await self._call(f"reading the state of {document_id}", lambda: self.client.get(meta_key))
+        return after_task_view(task_view(document_id, task_id, queue, meta), record, queue)
+
+    async def wait(self, job: str | JobHandle, timeout: float = 300.0) -> dict[str, Any]:
+        """:meth:`tasks.client.Producer.wait`: note the stream's newest id, check the status, then
+        ``XREAD BLOCK`` for the rest of the timeout (other coroutines run meanwhile)."""
+        document_id, _ = _identify(job)
+        deadline = time.monotonic() + timeout
+        newest = await self._call("reading the completion stream",
+                                  lambda: self.client.xrevrange(self.events_key, count=1))
+        last = newest[0][0] if newest else EMPTY_STREAM_ID
+        while True:
+            view = await self.status(job)
+            if view["state"] in FINAL_STATES or view["state"] == "UNKNOWN":
+                return view
+            found = False
+            while not found:
+                if deadline - time.monotonic() <= 0:
+                    return view
+                reply = await self._call(f"waiting for {document_id}",
+                                         partial(self._read_events, last, deadline))
+                seen, found = events_of(reply, document_id)
+                last = seen or last
+
+    async def _read_events(self, after: Any, deadline: float) -> Any:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return []
+        return await self.client.xread({self.events_key: after}, count=EVENT_BATCH, block=block_ms(remaining))
+
+    async def get_result(self, job: str | JobHandle, *, timeout: float = 300.0) -> ChunkResult:
+        """:meth:`tasks.client.Producer.get_result`: the result, or JobFailed / ResultTimeout /
+        JobNotFound / BrokerUnavailable."""
+        document_id, _ = _identify(job)
+        view = await self.wait(job, timeout)
+        if view["state"] not in FINAL_STATES:
+            raise not_final(document_id, view, timeout)
+        return final_result(document_id, view, await self.fetch_record(document_id), self.prefix)
