@@ -11,9 +11,13 @@ without blocking the event loop.
   instead of starting a thread each, and the loop only awaits.
 * Reads (status, records, the completion stream) go through ``redis.asyncio``: the job entry, the
   record and, while no record is stored, Celery's task state (its Redis result-backend key, read
-  directly); :meth:`wait` blocks on the completion stream with ``XREAD BLOCK`` as the blocking
-  client does. The decisions (which record wins, which error to raise) are the blocking client's
+  directly). The decisions (which record wins, which error to raise) are the blocking client's
   own functions, so the two clients cannot drift.
+* Waiting: every :meth:`wait` in flight shares ONE reader task that blocks on the completion
+  stream (``XREAD BLOCK``) and wakes the waiters of the documents it sees. A blocked read holds
+  a connection, so one reader instead of one per wait keeps thousands of concurrent waits within
+  the connection pool. A waiter registers before it checks the status, and the reader reads on
+  from an id noted before that check, so an event stored in between is not missed.
 
 Outages: every read is retried with the blocking client's policy
 (``LONGPARSER_SUBMIT_RETRY_WINDOW``), pausing with ``asyncio.sleep``; then
@@ -23,8 +27,10 @@ Outages: every read is retried with the blocking client's policy
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
+from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -32,7 +38,7 @@ from typing import Any, TypeVar
 
 from config.settings import Settings
 from schemas import ChunkResult
-from service.events import EMPTY_STREAM_ID, block_ms
+from service.events import EMPTY_STREAM_ID, MAX_BLOCK_S, block_ms
 from service.keys import celery_task_meta_key, events_key, job_key, result_key
 from service.redis_client import async_redis_client, masked
 from service.retry import Waits, async_call_with_retry, is_transient
@@ -44,7 +50,6 @@ from tasks.client import (
     Producer,
     _identify,
     after_task_view,
-    events_of,
     final_result,
     not_final,
     status_from_store,
@@ -94,6 +99,9 @@ class AsyncProducer:
         self.events_key = events_key(self.prefix)
         self.waits = Waits()
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="longparser-publish")
+        self._waiters: defaultdict[str, set[asyncio.Event]] = defaultdict(set)
+        self._reader: asyncio.Task[None] | None = None
+        self._reader_error: BaseException | None = None
 
     async def __aenter__(self) -> AsyncProducer:
         return self
@@ -103,6 +111,10 @@ class AsyncProducer:
 
     async def close(self) -> None:
         """Wait for submissions in flight, then release the pool, the Redis client and the app."""
+        if self._reader is not None and not self._reader.done():
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
         await asyncio.get_running_loop().run_in_executor(None, self._pool.shutdown)
         await self.client.aclose()
         self.producer.close()
@@ -148,31 +160,62 @@ class AsyncProducer:
         return after_task_view(task_view(document_id, task_id, queue, meta), record, queue)
 
     async def wait(self, job: str | JobHandle, timeout: float = 300.0) -> dict[str, Any]:
-        """:meth:`tasks.client.Producer.wait`: note the stream's newest id, check the status, then
-        ``XREAD BLOCK`` for the rest of the timeout (other coroutines run meanwhile)."""
+        """:meth:`tasks.client.Producer.wait`: register with the shared stream reader, check the
+        status, then sleep until the reader sees an event of this document (or the timeout)."""
         document_id, _ = _identify(job)
         deadline = time.monotonic() + timeout
-        newest = await self._call("reading the completion stream",
-                                  lambda: self.client.xrevrange(self.events_key, count=1))
-        last = newest[0][0] if newest else EMPTY_STREAM_ID
-        while True:
-            view = await self.status(job)
-            if view["state"] in FINAL_STATES or view["state"] == "UNKNOWN":
-                return view
-            found = False
-            while not found:
-                if deadline - time.monotonic() <= 0:
+        woken = asyncio.Event()
+        await self._watch(document_id, woken)
+        try:
+            while True:
+                woken.clear()
+                view = await self.status(job)
+                if view["state"] in FINAL_STATES or view["state"] == "UNKNOWN":
                     return view
-                reply = await self._call(f"waiting for {document_id}",
-                                         partial(self._read_events, last, deadline))
-                seen, found = events_of(reply, document_id)
-                last = seen or last
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return view
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(woken.wait(), remaining)
+                if self._reader_error is not None and not woken.is_set():
+                    raise self._reader_error
+        finally:
+            self._waiters[document_id].discard(woken)
+            if not self._waiters[document_id]:
+                del self._waiters[document_id]
 
-    async def _read_events(self, after: Any, deadline: float) -> Any:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return []
-        return await self.client.xread({self.events_key: after}, count=EVENT_BATCH, block=block_ms(remaining))
+    async def _watch(self, document_id: str, woken: asyncio.Event) -> None:
+        """Register a waiter; start the reader (from the stream's newest id) if none runs."""
+        if self._reader is None or self._reader.done():
+            newest = await self._call("reading the completion stream",
+                                      lambda: self.client.xrevrange(self.events_key, count=1))
+            if self._reader is None or self._reader.done():  # another wait may have started one meanwhile
+                self._reader_error = None
+                start = newest[0][0] if newest else EMPTY_STREAM_ID
+                self._reader = asyncio.create_task(self._read_stream(start))
+        self._waiters[document_id].add(woken)
+
+    async def _read_stream(self, last: Any) -> None:
+        """The shared reader: blocks on the stream while anyone waits, wakes the waiters of each
+        document it sees. A Redis outage past the retry window is handed to the waiters."""
+        try:
+            while self._waiters:
+                reply = await self._call("waiting for completions", partial(self._read_events, last))
+                for entry_id, fields in reply[0][1] if reply else []:
+                    last = entry_id
+                    document = fields.get(b"document_id", fields.get("document_id"))
+                    name = document.decode() if isinstance(document, bytes) else document
+                    for woken in self._waiters.get(name, ()):
+                        woken.set()
+        except BrokerUnavailable as exc:
+            self._reader_error = exc
+            for waiters in self._waiters.values():
+                for woken in waiters:
+                    woken.set()
+
+    async def _read_events(self, after: Any) -> Any:
+        return await self.client.xread({self.events_key: after}, count=EVENT_BATCH,
+                                       block=block_ms(MAX_BLOCK_S))
 
     async def get_result(self, job: str | JobHandle, *, timeout: float = 300.0) -> ChunkResult:
         """:meth:`tasks.client.Producer.get_result`: the result, or JobFailed / ResultTimeout /

@@ -128,6 +128,36 @@ def test_async_wait_is_woken_by_the_stream_and_failures_raise(lp_settings: Setti
     asyncio.run(main())
 
 
+def test_many_concurrent_waits_share_one_blocking_read(lp_settings: Settings) -> None:
+    """400 waits in flight on a client whose pool holds 10 connections: one reader blocks on the
+    stream for all of them, so they neither exhaust the pool nor miss their events."""
+    import redis.asyncio
+
+    run = uuid.uuid4().hex[:8]
+    docs = [f"many-{run}-{n}" for n in range(400)]
+    store = ResultStore.from_settings(lp_settings)
+    for doc in docs:
+        store.save_job(doc, f"t-{doc}", "chunking")
+
+    def store_all() -> None:
+        time.sleep(1.0)
+        for doc in docs:
+            store.save_success(doc, f"t-{doc}", json.dumps({"document_id": doc, "chunks": []}), [])
+
+    async def main() -> list[dict[str, Any]]:
+        client = redis.asyncio.Redis.from_url(lp_settings.result_url, max_connections=10)
+        async with AsyncProducer(lp_settings, producer=_producer(lp_settings), client=client) as producer:
+            writer = threading.Thread(target=store_all)
+            writer.start()
+            views = await asyncio.gather(*(producer.wait(doc, timeout=60) for doc in docs))
+            writer.join(30)
+            assert producer._waiters == {}  # every waiter unregistered
+            return views
+
+    views = asyncio.run(main())
+    assert [v["state"] for v in views] == ["SUCCESS"] * len(docs)
+
+
 def test_task_view_reads_celerys_backend_value() -> None:
     assert task_view("d", "t", "q", None)["state"] == "PENDING"
     progress = json.dumps({"status": "PROGRESS", "result": {"stage": "chunking", "blocks": 5, "chunks": 0}})
