@@ -40,6 +40,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import redis.exceptions
+
 from config.settings import Settings
 from service.keys import chunk_ids_key, events_key, job_key, result_key
 from service.redis_client import redis_client
@@ -48,6 +50,7 @@ RECORD_VERSION = 1
 COMPRESSED = "zlib+base64"
 DEFAULT_COMPRESS_BYTES = 1024 * 1024
 DEFAULT_EVENTS_MAXLEN = 100_000
+WATCH_CONFLICTS = 100  # concurrent stores of one document in a row before giving up (never seen)
 
 
 def compact_json(value: Any) -> str:
@@ -182,18 +185,29 @@ class ResultStore:
             result_json, encoding = compress_result(result_json), COMPRESSED
         ids_value = compact_json({"task_id": task_id, "chunk_ids": list(chunk_ids)})
 
-        def write(pipe: Any) -> None:
-            raw = pipe.get(ids_key)  # WATCHed: immediate read, EXEC fails if another run wrote it
-            diff = chunk_diff(None if raw is None else json.loads(raw), chunk_ids)
-            record = success_record_json(document_id, task_id, result_json, diff, encoding)
-            pipe.multi()
-            pipe.set(key, record, ex=self.ttl)
-            pipe.set(ids_key, ids_value, ex=self.ttl)
-            event = event_fields(key, document_id, "SUCCESS", task_id, len(chunk_ids), diff, None)
-            self._add_event(pipe, event)
-
-        self.client.transaction(write, ids_key)
-        return key
+        with self.client.pipeline(transaction=True) as pipe:
+            for _ in range(WATCH_CONFLICTS):
+                try:
+                    pipe.watch(ids_key)
+                    raw = pipe.get(ids_key)  # WATCHed: immediate; EXEC fails if another run writes it
+                    diff = chunk_diff(None if raw is None else json.loads(raw), chunk_ids)
+                    record = success_record_json(document_id, task_id, result_json, diff, encoding)
+                    pipe.multi()
+                    pipe.set(key, record, ex=self.ttl)
+                    pipe.set(ids_key, ids_value, ex=self.ttl)
+                    self._add_event(pipe, event_fields(key, document_id, "SUCCESS", task_id, len(chunk_ids),
+                                                       diff, None))
+                    pipe.execute()
+                    return key
+                except redis.exceptions.WatchError as exc:
+                    # redis-py reports a connection lost while watching as a WatchError too: that
+                    # one is an outage, for the caller's bounded, logged retry (redis-py's own
+                    # transaction() would loop on it without a pause or an end).
+                    if "occurred while watching" in str(exc):
+                        raise redis.exceptions.ConnectionError(str(exc)) from exc
+                    pipe.reset()  # another run of this document stored first: diff against it
+        raise redis.exceptions.WatchError(f"{document_id}: the chunk-id key changed under {WATCH_CONFLICTS} "
+                                          "tries in a row")
 
     def load_record(self, document_id: str) -> dict | None:
         """The stored record of a document in its plain form (see :func:`decode_record`), or None."""

@@ -11,8 +11,9 @@ from typing import Any
 
 import fakeredis
 import pytest
+import redis.exceptions
 
-from service.keys import chunk_ids_key, events_key, result_key
+from service.keys import events_key, result_key
 from service.store import COMPRESSED, ResultStore, decode_record, failure_record
 
 PREFIX = "lp-store-test"
@@ -35,12 +36,6 @@ class CountingClient:
 
         pipe.execute = recorded
         return pipe
-
-    def transaction(self, func: Any, *watches: str, **kwargs: Any) -> Any:
-        def wrapped(pipe: Any) -> None:
-            func(pipe)
-            self.transactions.append([str(command[0][0]).upper() for command in pipe.command_stack])
-        return self.inner.transaction(wrapped, *watches, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -101,24 +96,52 @@ def test_a_concurrent_write_of_the_same_document_makes_the_diff_recompute() -> N
     store = ResultStore(fakeredis.FakeRedis(server=server), PREFIX, 60)
     other = ResultStore(fakeredis.FakeRedis(server=server), PREFIX, 60)
     store.save_success("doc-1", "t-1", _result(["a"]), ["a"])
-    calls = 0
-    real = store.client.transaction
+    reads = 0
+    real_pipeline = store.client.pipeline
 
-    def racing(func: Any, *watches: str, **kwargs: Any) -> Any:
-        def once(pipe: Any) -> None:
-            nonlocal calls
-            calls += 1
-            if calls == 1:  # another worker stores t-2 after our read
-                pipe.get(chunk_ids_key(PREFIX, "doc-1"))
+    def racing_pipeline(*args: Any, **kwargs: Any) -> Any:
+        pipe = real_pipeline(*args, **kwargs)
+        real_get = pipe.get
+
+        def get(name: str) -> Any:
+            nonlocal reads
+            value = real_get(name)
+            reads += 1
+            if reads == 1:  # another worker stores t-2 right after our read
                 other.save_success("doc-1", "t-2", _result(["b"]), ["b"])
-            func(pipe)
-        return real(once, *watches, **kwargs)
+            return value
 
-    store.client.transaction = racing  # type: ignore[method-assign]
+        pipe.get = get
+        return pipe
+
+    store.client.pipeline = racing_pipeline  # type: ignore[method-assign]
     store.save_success("doc-1", "t-3", _result(["b", "c"]), ["b", "c"])
-    assert calls == 2
+    assert reads == 2
     assert store.load_record("doc-1")["diff"] == {"previous_task_id": "t-2", "added": ["c"], "removed": [],
                                                   "unchanged": ["b"]}
+
+
+def test_a_connection_lost_while_watching_is_an_outage_not_a_conflict(store: ResultStore) -> None:
+    """redis-py turns a connection error under WATCH into a WatchError: the store raises it as a
+    ConnectionError (the worker's bounded, logged retry), instead of looping on it."""
+    real_pipeline = store.client.pipeline
+    executes = 0
+
+    def dying_pipeline(*args: Any, **kwargs: Any) -> Any:
+        pipe = real_pipeline(*args, **kwargs)
+
+        def execute(*a: Any, **k: Any) -> Any:
+            nonlocal executes
+            executes += 1
+            raise redis.exceptions.WatchError("A ConnectionError occurred while watching one or more keys")
+
+        pipe.execute = execute
+        return pipe
+
+    store.client.pipeline = dying_pipeline  # type: ignore[method-assign]
+    with pytest.raises(redis.exceptions.ConnectionError, match="while watching"):
+        store.save_success("doc-1", "t-1", _result(["a"]), ["a"])
+    assert executes == 1
 
 
 def test_events_are_capped(store: ResultStore) -> None:

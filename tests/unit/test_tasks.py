@@ -267,9 +267,6 @@ class FlakyClient:
     def set(self, *args: Any, **kwargs: Any) -> Any:
         return self._write(self.inner.set, *args, **kwargs)
 
-    def transaction(self, *args: Any, **kwargs: Any) -> Any:
-        return self._write(self.inner.transaction, *args, **kwargs)
-
     def pipeline(self, *args: Any, **kwargs: Any) -> Any:
         pipe = self.inner.pipeline(*args, **kwargs)
         execute = pipe.execute
