@@ -1,7 +1,7 @@
 """Completion events: the ``P:events`` stream and a consumer-group reader for upload services.
 
 Every record the store writes (SUCCESS or FAILURE) appends one entry to ``P:events`` in the same
-MULTI/EXEC (:mod:`service.store`), so an entry is never seen for a record that is not stored.
+atomic write (:mod:`service.store`), so an entry is never seen for a record that is not stored.
 Entry fields (all strings): ``document_id``, ``status``, ``task_id``, ``result_key``, ``chunks``,
 ``added``, ``removed``, ``unchanged`` (``""`` when there was no previous SUCCESS), ``error_type``
 (``""`` on success), ``stored_at`` (unix seconds).

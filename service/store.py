@@ -6,21 +6,23 @@ or the new one, never a partial result. Chunk ids are deterministic, so a redeli
 repeated task for the same content rewrites the same key with the same chunks instead of adding
 a second copy (only ``task_id``, ``diff`` and the engine's timings may differ between runs).
 
-Every record is written in one MULTI/EXEC with its completion event (``XADD P:events MAXLEN ~
-N``, fields in :func:`event_fields`): a consumer of the stream never hears of a record that is
+Every record is written atomically with its completion event (``XADD P:events MAXLEN ~ N``,
+fields in :func:`event_fields`): a FAILURE record in one MULTI/EXEC with its XADD, a SUCCESS
+record in one Lua script (see below). A consumer of the stream never hears of a record that is
 not stored, and a stored record always has its event (the stream is capped, so an old event may
 be trimmed away; ``status`` is the reconciliation path).
 
 Re-ingestion diff: a SUCCESS record carries ``diff``, its chunk ids against the previous SUCCESS
 record of the same document id (``previous_task_id``, ``added``, ``removed``, ``unchanged``), or
 null when there was none. The previous ids come from a compact side key
-(``P:chunkids:<id>``: task id and chunk ids, written in the same MULTI/EXEC as the record) rather
-than from the previous record: it is 32 characters per chunk instead of the whole result, and a
-FAILURE record in between does not hide the last SUCCESS. The side key is WATCHed while the diff is
-computed, so two runs of one document storing at once cannot both diff against the same previous
-ids (the loser's EXEC fails and it recomputes against the winner's): a diff always describes the
-step from the record it replaced. (A Lua script would do the same server-side, but would move the
-diff, a set difference of up to 100k ids, into the Redis event loop.)
+(``P:chunkids:<id>``: a random token, then the task id and chunk ids as JSON, written atomically
+with the record) rather than from the previous record: it is 32 characters per chunk instead of
+the whole result, and a FAILURE record in between does not hide the last SUCCESS. The diff is
+computed here (a set difference of up to 100k ids stays out of the Redis event loop); the
+script then writes the record, the side key and the event only if the side key still carries
+the token that was read, else the store reads again and recomputes. So two runs of one document
+storing at once cannot both diff against the same previous ids: a diff always describes the
+step from the record it replaced (optimistic concurrency, as WATCH would give, in one command).
 
 Results whose JSON is larger than ``compress_bytes`` are stored with ``"encoding": "zlib+base64"``
 and ``"result"`` the base64 text of the zlib-compressed JSON; :meth:`ResultStore.load_record`
@@ -35,12 +37,11 @@ from __future__ import annotations
 import base64
 import json
 import time
+import uuid
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import redis.exceptions
 
 from config.settings import Settings
 from service.keys import chunk_ids_key, events_key, job_key, result_key
@@ -50,7 +51,25 @@ RECORD_VERSION = 1
 COMPRESSED = "zlib+base64"
 DEFAULT_COMPRESS_BYTES = 1024 * 1024
 DEFAULT_EVENTS_MAXLEN = 100_000
-WATCH_CONFLICTS = 100  # concurrent stores of one document in a row before giving up (never seen)
+STORE_CONFLICTS = 100  # concurrent stores of one document in a row before giving up (never seen)
+TOKEN_CHARS = 32  # the chunk-id side key's value: a fresh random token, then its JSON
+
+# The SUCCESS write, atomic: the record, the new chunk-id side key and the completion event, only
+# if the side key still starts with the token the diff was computed against ("" = no key). A
+# script rather than WATCH + MULTI/EXEC: one command, so an outage or a Sentinel failover is the
+# plain transient error of one write (redis-py reports a connection lost under WATCH as a
+# conflict), and GETRANGE compares 32 bytes instead of the whole previous value.
+STORE_SUCCESS_LUA = """
+if redis.call('GETRANGE', KEYS[2], 0, 31) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[4])
+redis.call('SET', KEYS[2], ARGV[3], 'EX', ARGV[4])
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', unpack(ARGV, 6))
+return 1
+"""
+
+
+def _flat(fields: dict[str, str]) -> list[str]:
+    return [item for pair in fields.items() for item in pair]
 
 
 def compact_json(value: Any) -> str:
@@ -185,29 +204,28 @@ class ResultStore:
             result_json, encoding = compress_result(result_json), COMPRESSED
         ids_value = compact_json({"task_id": task_id, "chunk_ids": list(chunk_ids)})
 
-        with self.client.pipeline(transaction=True) as pipe:
-            for _ in range(WATCH_CONFLICTS):
-                try:
-                    pipe.watch(ids_key)
-                    raw = pipe.get(ids_key)  # WATCHed: immediate; EXEC fails if another run writes it
-                    diff = chunk_diff(None if raw is None else json.loads(raw), chunk_ids)
-                    record = success_record_json(document_id, task_id, result_json, diff, encoding)
-                    pipe.multi()
-                    pipe.set(key, record, ex=self.ttl)
-                    pipe.set(ids_key, ids_value, ex=self.ttl)
-                    self._add_event(pipe, event_fields(key, document_id, "SUCCESS", task_id, len(chunk_ids),
-                                                       diff, None))
-                    pipe.execute()
-                    return key
-                except redis.exceptions.WatchError as exc:
-                    # redis-py reports a connection lost while watching as a WatchError too: that
-                    # one is an outage, for the caller's bounded, logged retry (redis-py's own
-                    # transaction() would loop on it without a pause or an end).
-                    if "occurred while watching" in str(exc):
-                        raise redis.exceptions.ConnectionError(str(exc)) from exc
-                    pipe.reset()  # another run of this document stored first: diff against it
-        raise redis.exceptions.WatchError(f"{document_id}: the chunk-id key changed under {WATCH_CONFLICTS} "
-                                          "tries in a row")
+        for _ in range(STORE_CONFLICTS):
+            raw = self.client.get(ids_key)
+            token, previous = (b"", None) if raw is None else \
+                (raw[:TOKEN_CHARS], json.loads(raw[TOKEN_CHARS:]))
+            diff = chunk_diff(previous, chunk_ids)
+            record = success_record_json(document_id, task_id, result_json, diff, encoding)
+            event = event_fields(key, document_id, "SUCCESS", task_id, len(chunk_ids), diff, None)
+            stored = self._store_success(keys=[key, ids_key, self.events_key],
+                                         args=[token, record, uuid.uuid4().hex + ids_value, self.ttl,
+                                               self.events_maxlen, *_flat(event)], client=self.client)
+            if stored:
+                return key
+            # another run of this document stored between our read and our write: diff against it
+        raise RuntimeError(f"{document_id}: its chunk-id key changed under {STORE_CONFLICTS} tries in a row")
+
+    @property
+    def _store_success(self) -> Any:
+        script = self.__dict__.get("_script")
+        if script is None:
+            script = self.client.register_script(STORE_SUCCESS_LUA)
+            object.__setattr__(self, "_script", script)  # frozen dataclass: cache the Script once
+        return script
 
     def load_record(self, document_id: str) -> dict | None:
         """The stored record of a document in its plain form (see :func:`decode_record`), or None."""

@@ -11,16 +11,15 @@ from typing import Any
 
 import fakeredis
 import pytest
-import redis.exceptions
 
-from service.keys import events_key, result_key
+from service.keys import chunk_ids_key, events_key, result_key
 from service.store import COMPRESSED, ResultStore, decode_record, failure_record
 
 PREFIX = "lp-store-test"
 
 
 class CountingClient:
-    """A fakeredis client that records the commands sent in each MULTI/EXEC."""
+    """A fakeredis client that records the commands of each MULTI/EXEC and each script call."""
 
     def __init__(self) -> None:
         self.inner = fakeredis.FakeRedis()
@@ -36,6 +35,11 @@ class CountingClient:
 
         pipe.execute = recorded
         return pipe
+
+    def evalsha(self, sha: str, numkeys: int, *keys_and_args: Any) -> Any:
+        reply = self.inner.evalsha(sha, numkeys, *keys_and_args)  # (the first call loads the script)
+        self.transactions.append(["EVALSHA", *[str(k) for k in keys_and_args[:numkeys]]])
+        return reply
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -55,12 +59,15 @@ def _events(store: ResultStore) -> list[dict[str, str]]:
             for _, fields in store.client.xrange(events_key(PREFIX))]
 
 
-def test_success_record_its_side_key_and_event_are_one_multi_exec() -> None:
+def test_each_record_and_its_event_are_one_atomic_write() -> None:
+    """SUCCESS: one script call (record, side key, event); FAILURE: one MULTI/EXEC (record, event)."""
     client = CountingClient()
     store = ResultStore(client, PREFIX, 60)
     store.save_success("doc-1", "t-1", _result(["a", "b"]), ["a", "b"])
     store.save_record(failure_record("doc-1", "t-2", "InvalidPayload", "bad"))
-    assert client.transactions == [["SET", "SET", "XADD"], ["SET", "XADD"]]
+    assert client.transactions == [
+        ["EVALSHA", result_key(PREFIX, "doc-1"), chunk_ids_key(PREFIX, "doc-1"), events_key(PREFIX)],
+        ["SET", "XADD"]]
 
 
 def test_diff_against_the_previous_success_and_its_event_counts(store: ResultStore) -> None:
@@ -90,58 +97,29 @@ def test_redelivered_identical_task_is_all_unchanged(store: ResultStore) -> None
 
 
 def test_a_concurrent_write_of_the_same_document_makes_the_diff_recompute() -> None:
-    """The side key is WATCHed: a write between the read and EXEC fails the EXEC, and the retry
-    diffs against what that write stored, never against the older ids."""
+    """The write is conditional on the side key's token read with the previous ids: a run that
+    stored in between makes the script refuse, and the retry diffs against that run's ids."""
     server = fakeredis.FakeServer()
     store = ResultStore(fakeredis.FakeRedis(server=server), PREFIX, 60)
     other = ResultStore(fakeredis.FakeRedis(server=server), PREFIX, 60)
     store.save_success("doc-1", "t-1", _result(["a"]), ["a"])
     reads = 0
-    real_pipeline = store.client.pipeline
+    real_get = store.client.get
 
-    def racing_pipeline(*args: Any, **kwargs: Any) -> Any:
-        pipe = real_pipeline(*args, **kwargs)
-        real_get = pipe.get
+    def get(name: str) -> Any:
+        nonlocal reads
+        value = real_get(name)
+        reads += 1
+        if reads == 1:  # another worker stores t-2 right after our read
+            other.save_success("doc-1", "t-2", _result(["b"]), ["b"])
+        return value
 
-        def get(name: str) -> Any:
-            nonlocal reads
-            value = real_get(name)
-            reads += 1
-            if reads == 1:  # another worker stores t-2 right after our read
-                other.save_success("doc-1", "t-2", _result(["b"]), ["b"])
-            return value
-
-        pipe.get = get
-        return pipe
-
-    store.client.pipeline = racing_pipeline  # type: ignore[method-assign]
+    store.client.get = get  # type: ignore[method-assign]
     store.save_success("doc-1", "t-3", _result(["b", "c"]), ["b", "c"])
     assert reads == 2
     assert store.load_record("doc-1")["diff"] == {"previous_task_id": "t-2", "added": ["c"], "removed": [],
                                                   "unchanged": ["b"]}
-
-
-def test_a_connection_lost_while_watching_is_an_outage_not_a_conflict(store: ResultStore) -> None:
-    """redis-py turns a connection error under WATCH into a WatchError: the store raises it as a
-    ConnectionError (the worker's bounded, logged retry), instead of looping on it."""
-    real_pipeline = store.client.pipeline
-    executes = 0
-
-    def dying_pipeline(*args: Any, **kwargs: Any) -> Any:
-        pipe = real_pipeline(*args, **kwargs)
-
-        def execute(*a: Any, **k: Any) -> Any:
-            nonlocal executes
-            executes += 1
-            raise redis.exceptions.WatchError("A ConnectionError occurred while watching one or more keys")
-
-        pipe.execute = execute
-        return pipe
-
-    store.client.pipeline = dying_pipeline  # type: ignore[method-assign]
-    with pytest.raises(redis.exceptions.ConnectionError, match="while watching"):
-        store.save_success("doc-1", "t-1", _result(["a"]), ["a"])
-    assert executes == 1
+    assert len(store.client.xrange(events_key(PREFIX))) == 3  # the refused write added no event
 
 
 def test_events_are_capped(store: ResultStore) -> None:

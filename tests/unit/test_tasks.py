@@ -251,8 +251,8 @@ def test_redelivery_and_repeats_converge_on_one_stored_value(
 
 
 class FlakyClient:
-    """A Redis client whose first ``failures`` record writes (a SET, or the MULTI/EXEC of a
-    record and its event) raise ``error``."""
+    """A Redis client whose first ``failures`` record writes (a SET, the MULTI/EXEC of a FAILURE
+    record and its event, the script that stores a SUCCESS) raise ``error``."""
 
     def __init__(self, inner: Any, failures: int, error: Exception | None = None):
         self.inner, self.failures, self.set_calls = inner, failures, 0
@@ -266,6 +266,13 @@ class FlakyClient:
 
     def set(self, *args: Any, **kwargs: Any) -> Any:
         return self._write(self.inner.set, *args, **kwargs)
+
+    def evalsha(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self._write(self.inner.evalsha, *args, **kwargs)
+        except redis.exceptions.NoScriptError:  # redis-py loads the script and calls again: one write
+            self.set_calls -= 1
+            raise
 
     def pipeline(self, *args: Any, **kwargs: Any) -> Any:
         pipe = self.inner.pipeline(*args, **kwargs)
