@@ -13,6 +13,9 @@ Keys (``P`` = ``LONGPARSER_KEY_PREFIX``):
   JSON; ``sha256`` is the hex digest of the uncompressed JSON), written by the producer before
   it publishes, deleted by the worker once the document's record is stored
   (:mod:`service.payloads`).
+* ``P:chunkids:<document_id>`` - the task id and chunk ids of the document's latest SUCCESS
+  record, written with it (the next run's diff is computed against it, see :mod:`service.store`);
+* ``P:events`` - the completion stream: one entry per stored record (see :mod:`service.events`).
 
 Celery's own keys (queue lists named after the queues, ``unacked``, ``unacked_index``,
 ``_kombu.binding.*``, ``celery-task-meta-<task_id>``) carry ``LONGPARSER_CELERY_KEY_PREFIX``
@@ -29,6 +32,9 @@ TASK_NAME = "longparser.chunk_document"
 RESULT_KIND = "result"
 JOB_KIND = "job"
 PAYLOAD_KIND = "payload"
+CHUNK_IDS_KIND = "chunkids"
+EVENTS_SUFFIX = "events"
+CELERY_TASK_META = "celery-task-meta-"
 
 _DOCUMENT_ID = re.compile(DOCUMENT_ID_PATTERN)
 _SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
@@ -66,6 +72,19 @@ def payload_key(prefix: str, document_id: str, digest: str) -> str:
     if not is_sha256_hex(digest):
         raise ValueError(f"invalid request digest for a key: {digest!r}")
     return f"{_key(prefix, PAYLOAD_KIND, document_id)}:{digest}"
+def chunk_ids_key(prefix: str, document_id: str) -> str:
+    """Key of the task id and chunk ids of a document's latest SUCCESS record."""
+    return _key(prefix, CHUNK_IDS_KIND, document_id)
+
+
+def events_key(prefix: str) -> str:
+    """Key of the completion-event stream."""
+    return f"{prefix}:{EVENTS_SUFFIX}"
+
+
+def celery_task_meta_key(celery_key_prefix: str, task_id: str) -> str:
+    """Key of Celery's Redis result backend state of a task (what ``AsyncResult`` reads)."""
+    return f"{celery_key_prefix}{CELERY_TASK_META}{task_id}"
 
 
 def kombu_queue_keys(celery_key_prefix: str, queue: str) -> tuple[str, ...]:

@@ -48,7 +48,7 @@ from service.payloads import (
     parse_reference,
 )
 from service.retry import call_with_retry, is_transient
-from service.store import failure_record, success_record_json
+from service.store import failure_record
 from tasks.errors import (
     ChunkingFailed,
     ChunkTaskError,
@@ -295,13 +295,12 @@ def run_chunk_job(
     report("storing", {"document_id": request.document_id, "blocks": blocks, "chunks": chunks})
     # UTF-8 bytes straight from pydantic's serializer, the result's models freed before the
     # record is built around them (a large document's peak memory).
+    chunk_ids = [chunk.chunk_id for chunk in result.chunks]
     result_json = ChunkResult.__pydantic_serializer__.to_json(result)
     del result
-    record = success_record_json(request.document_id, task_id, result_json,
-                                 request_sha256=reference.sha256 if reference else None)
-    del result_json
     key = _write(context, f"storing {request.document_id}",
-                 lambda: context.store.save_encoded(request.document_id, record))
+                 lambda: context.store.save_success(request.document_id, task_id, result_json, chunk_ids,
+                                                    request_sha256=reference.sha256 if reference else None))
     _forget_reference(context, reference, request.document_id)
     duration_ms = round((time.perf_counter() - started) * 1000, 1)
     logger.info("chunked document %s: %d blocks -> %d chunks in %.1f ms (task %s)",
