@@ -64,13 +64,13 @@ def node_worker(workers: WorkerFactory, lp_settings: Settings) -> None:
     workers.start("node", queues=lp_settings.structural_queue, concurrency=1)
 
 
-def run_producer(node: str, document: dict[str, Any], settings: Settings, tmp: Path) -> NodeRun:
+def run_producer(node: str, document: dict[str, Any], settings: Settings, tmp: Path,
+                 timeout: float = PRODUCER_TIMEOUT_S) -> NodeRun:
     path = tmp / f"{document['document_id']}.json"
     path.write_text(json.dumps(document), encoding="utf-8")
     process = subprocess.run(
-        [node, "producer.js", str(path), "--timeout", str(PRODUCER_TIMEOUT_S), "--group", "lptest-node"],
-        cwd=NODE_DIR, env=settings_env(settings), capture_output=True, text=True,
-        timeout=PRODUCER_TIMEOUT_S + 30)
+        [node, "producer.js", str(path), "--timeout", str(timeout), "--group", "lptest-node"],
+        cwd=NODE_DIR, env=settings_env(settings), capture_output=True, text=True, timeout=timeout + 30)
     lines = process.stdout.strip().splitlines()
     assert lines, f"producer.js printed nothing (exit {process.returncode}): {process.stderr}"
     return NodeRun(document, process.returncode, json.loads(lines[-1]), process.stderr)
@@ -145,3 +145,35 @@ def test_a_refused_document_from_node_ends_in_a_failure_event(failure: NodeRun) 
     assert event is not None, f"no completion event for task {out['task_id']} within {PRODUCER_TIMEOUT_S} s"
     assert (event["status"], event["chunks"], event["error_type"]) == ("FAILURE", "0", "InvalidPayload")
     assert failure.returncode == 0, failure.stderr
+
+
+def test_a_held_node_message_goes_back_to_its_own_list(node: str, lp_settings: Settings,
+                                                       tmp_path: Path) -> None:
+    """The routing key celery-node writes under ioredis' keyPrefix is the bare queue name, so a
+    message a worker held and gave back (warm shutdown, lost connection) returns to the list
+    it came from, ``C`` + queue, where workers and the autoscaler look."""
+    from kombu import Queue
+
+    from cli.metrics import read_gauges
+    from service.keys import queue_list_keys
+
+    queue = f"node-idle-{tmp_path.name[-12:]}"  # no worker consumes it
+    settings = lp_settings.model_copy(update={"structural_queue": queue})
+    run = run_producer(node, make_document("node-held", sections=1, paragraphs=1), settings, tmp_path,
+                       timeout=1)
+    assert run.returncode == 1 and run.output["record"] is None and run.output["event"] is None
+    [own_list, *_] = queue_list_keys(settings.celery_key_prefix, queue)
+    with Producer(settings) as producer:
+        client = producer.store.client
+        assert client.llen(own_list) == 1
+        with producer.app.connection_for_read() as connection:
+            message = Queue(queue, routing_key=queue)(connection.default_channel).get(no_ack=False)
+            assert message is not None and client.llen(own_list) == 0
+            assert message.headers["lang"] == "js" and message.headers["task"] == "longparser.chunk_document"
+            assert message.headers["id"] == run.output["task_id"]
+            assert message.delivery_info["routing_key"] == queue
+            assert message.decode()[0][0]["document_id"] == "node-held"
+            message.reject(requeue=True)
+        assert client.llen(own_list) == 1
+        assert read_gauges(client, settings.celery_key_prefix, [queue]).depths == {queue: 1}
+        client.delete(own_list)
