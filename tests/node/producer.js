@@ -150,6 +150,7 @@ async function main() {
         task_id: record.task_id,
         encoding: record.encoding === undefined ? null : record.encoding,
         error: record.error,
+        diff: record.diff === undefined ? null : record.diff,
         chunk_ids: result ? result.chunks.map((chunk) => chunk.chunk_id) : [],
         chunk_texts: result ? result.chunks.map((chunk) => chunk.text) : [],
       },
