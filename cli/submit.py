@@ -6,7 +6,8 @@
   the file name. The config flags are ``chunk``'s (``--max-tokens``, ``--min-tokens``,
   ``--token-counter``, ``--strict``, ``--heading-context``, ``--semantic``) and win over ``-c``.
   Prints the job handle as JSON; with ``--wait`` prints the result JSON instead, keys in the
-  schema's order.
+  schema's order. ``--wait`` does not poll: it blocks on the completion stream
+  (:meth:`tasks.client.Producer.wait`) until the document's record is stored or ``--timeout``.
 * ``result DOCUMENT_ID`` - prints the stored result JSON (with its ``chunks``), keys in the
   schema's order, as ``chunk`` and ``submit --wait`` print them.
 

@@ -151,6 +151,13 @@ class Settings(BaseSettings):
     # The tokenizers requests may name as token_counter / fit: JSON, name -> declaration
     # (schemas.tokenizers.TokenizerSpec, sha256 required); loaded before the pool forks.
     tokenizers: dict[str, TokenizerSpec] = Field(default_factory=dict)
+    # --- result store: completion events, re-ingestion diffs, compressed results ---------------
+    # The completion stream P:events keeps about this many entries (XADD MAXLEN ~); a consumer
+    # that falls further behind reconciles through status (docs/operations.md).
+    events_maxlen: int = Field(default=100_000, ge=100)
+    # A result whose JSON is larger than this is stored zlib-compressed (the record's "encoding");
+    # the client's load_record / get_result decompress it. Producers upgrade before workers.
+    result_compress_bytes: int = Field(default=1024 * 1024, ge=1024)
 
     @field_validator("tokenizers")
     @classmethod

@@ -201,6 +201,11 @@ class Draft:
         """The source records in reading order, each once."""
         return sorted({p.rec for p in self._parts if not p.repeated}, key=attrgetter("pos"))
 
+    def primary_texts(self) -> list[str]:
+        """The texts of the body's own parts (not repeated ones, not the prefix): what the
+        chunk's id is made of (:mod:`longparser.ids`). The whole body when every part is a repeat."""
+        return [p.text for p in self._parts if not p.repeated] or [self.body]
+
     @property
     def path(self) -> tuple[str, ...]:
         return self.section.path

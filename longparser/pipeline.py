@@ -34,7 +34,7 @@ from longparser.budget import Budget
 from longparser.build import Draft, to_chunk
 from longparser.fit import block_parts, fit_all
 from longparser.hierarchy import DerivedPaths, context_warnings
-from longparser.ids import chunk_id
+from longparser.ids import chunk_ids
 from longparser.intake import BlockIntake
 from longparser.lists import list_drafts
 from longparser.merging import lead_headings, merge_small
@@ -149,15 +149,15 @@ def finalize(
     counter = budget.counter
     chunks = []
     pieces = block_parts(drafts) if budget.strict else None
+    idents = chunk_ids(document_id, [(draft.kind, draft.primary_texts()) for draft in drafts])
     for index, draft in enumerate(drafts):
         if pieces and pieces[index]:
             draft.meta["block_parts"] = pieces[index]
         text, sources = draft.text, draft.sources
         quality, components = score(text, [(rec.confidence, len(rec.text)) for rec in sources])
-        ident = chunk_id(document_id, index, draft.kind, [rec.block_id for rec in sources], text)
         to_embed = embed_text(draft, text) if budget.with_breadcrumb else None
         tokens = draft.tokens(counter)
-        chunks.append(to_chunk(draft, ident, text, tokens, quality, components, sources, to_embed))
+        chunks.append(to_chunk(draft, idents[index], text, tokens, quality, components, sources, to_embed))
     return chunks
 
 

@@ -8,7 +8,10 @@ Keys (``P`` = ``LONGPARSER_KEY_PREFIX``):
 * ``P:result:<document_id>`` - the stored outcome of a document (JSON record, see
   :mod:`service.store`), written once per task run with one ``SET ... EX``;
 * ``P:job:<document_id>`` - the latest submission of a document (task id, queue), written by
-  the client before it sends the task.
+  the client before it sends the task;
+* ``P:chunkids:<document_id>`` - the task id and chunk ids of the document's latest SUCCESS
+  record, written with it (the next run's diff is computed against it, see :mod:`service.store`);
+* ``P:events`` - the completion stream: one entry per stored record (see :mod:`service.events`).
 
 Celery's own keys (queue lists named after the queues, ``unacked``, ``unacked_index``,
 ``_kombu.binding.*``, ``celery-task-meta-<task_id>``) carry ``LONGPARSER_CELERY_KEY_PREFIX``
@@ -26,6 +29,9 @@ from schemas.requests import DOCUMENT_ID_PATTERN
 TASK_NAME = "longparser.chunk_document"
 RESULT_KIND = "result"
 JOB_KIND = "job"
+CHUNK_IDS_KIND = "chunkids"
+EVENTS_SUFFIX = "events"
+CELERY_TASK_META = "celery-task-meta-"
 
 _DOCUMENT_ID = re.compile(DOCUMENT_ID_PATTERN)
 
@@ -50,6 +56,21 @@ def result_key(prefix: str, document_id: str) -> str:
 def job_key(prefix: str, document_id: str) -> str:
     """Key of a document's latest submission record."""
     return _key(prefix, JOB_KIND, document_id)
+
+
+def chunk_ids_key(prefix: str, document_id: str) -> str:
+    """Key of the task id and chunk ids of a document's latest SUCCESS record."""
+    return _key(prefix, CHUNK_IDS_KIND, document_id)
+
+
+def events_key(prefix: str) -> str:
+    """Key of the completion-event stream."""
+    return f"{prefix}:{EVENTS_SUFFIX}"
+
+
+def celery_task_meta_key(celery_key_prefix: str, task_id: str) -> str:
+    """Key of Celery's Redis result backend state of a task (what ``AsyncResult`` reads)."""
+    return f"{celery_key_prefix}{CELERY_TASK_META}{task_id}"
 
 
 def kombu_queue_keys(celery_key_prefix: str, queue: str) -> tuple[str, ...]:

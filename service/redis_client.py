@@ -15,6 +15,8 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import redis
+import redis.asyncio
+import redis.asyncio.sentinel
 import redis.exceptions
 from kombu.exceptions import OperationalError
 from kombu.utils.url import maybe_sanitize_url
@@ -77,17 +79,26 @@ def sentinel_hosts(url: str) -> tuple[list[tuple[str, int]], str | None, int]:
     return hosts, password, db
 
 
-def redis_client(url: str, settings: Settings) -> redis.Redis:
-    """A client for ``url``: plain, TLS, unix socket, or the current master behind Sentinel."""
+def _client(url: str, settings: Settings, client_class: Any, sentinel_class: Any) -> Any:
     options = _client_options(settings)
     if url.startswith(SENTINEL_SCHEME):
         hosts, password, db = sentinel_hosts(url)
         master_options = dict(options)
         if settings.sentinel_tls:
             master_options.update(ssl=True, ssl_cert_reqs=settings.redis_ssl_cert_reqs)
-        sentinel = Sentinel(hosts, sentinel_kwargs={"socket_connect_timeout": 2, "socket_timeout": 2},
-                            password=password, db=db, **master_options)
+        sentinel = sentinel_class(hosts, sentinel_kwargs={"socket_connect_timeout": 2, "socket_timeout": 2},
+                                  password=password, db=db, **master_options)
         return sentinel.master_for(settings.sentinel_master)
     if url.startswith("rediss://"):
         options["ssl_cert_reqs"] = settings.redis_ssl_cert_reqs
-    return redis.Redis.from_url(url, **options)
+    return client_class.from_url(url, **options)
+
+
+def redis_client(url: str, settings: Settings) -> redis.Redis:
+    """A client for ``url``: plain, TLS, unix socket, or the current master behind Sentinel."""
+    return _client(url, settings, redis.Redis, Sentinel)
+
+
+def async_redis_client(url: str, settings: Settings) -> redis.asyncio.Redis:
+    """:func:`redis_client` for asyncio (same URL forms and options), for :mod:`tasks.aio`."""
+    return _client(url, settings, redis.asyncio.Redis, redis.asyncio.sentinel.Sentinel)

@@ -13,11 +13,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_before_delay, wait_random_exponential
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    stop_before_delay,
+    wait_random_exponential,
+)
 
 from service.redis_client import TRANSIENT_ERRORS
 
@@ -48,15 +55,10 @@ class Waits:
             return self.count
 
 
-def call_with_retry(
-    function: Callable[[], T], *, window: float, what: str, waits: Waits | None = None,
-    retry_on: Callable[[BaseException], bool] = is_transient,
-) -> T:
-    """``function()``, retried on transient errors for up to ``window`` seconds.
-
-    Raises:
-        the last transient error once the window has passed; any other error at once.
-    """
+def _policy(window: float, what: str, waits: Waits | None,
+            retry_on: Callable[[BaseException], bool]) -> dict[str, Any]:
+    """The retry policy (what is retried, how long, how far apart, logged how), for both the
+    blocking and the asyncio callers."""
     counter = waits if waits is not None else Waits()
 
     def log_wait(state: RetryCallState) -> None:
@@ -67,12 +69,29 @@ def call_with_retry(
                        "(waits in this process: %d)", what, type(error).__name__, error,
                        state.attempt_number, pause, state.seconds_since_start, window, total)
 
-    retrying = Retrying(
-        retry=retry_if_exception(retry_on),
-        stop=stop_before_delay(window),
-        wait=wait_random_exponential(multiplier=FIRST_WAIT_S, max=MAX_WAIT_S),
-        before_sleep=log_wait,
-        sleep=time.sleep,
-        reraise=True,
-    )
-    return retrying(function)
+    return {"retry": retry_if_exception(retry_on), "stop": stop_before_delay(window),
+            "wait": wait_random_exponential(multiplier=FIRST_WAIT_S, max=MAX_WAIT_S),
+            "before_sleep": log_wait, "reraise": True}
+
+
+def call_with_retry(
+    function: Callable[[], T], *, window: float, what: str, waits: Waits | None = None,
+    retry_on: Callable[[BaseException], bool] = is_transient,
+) -> T:
+    """``function()``, retried on transient errors for up to ``window`` seconds.
+
+    Raises:
+        the last transient error once the window has passed; any other error at once.
+    """
+    return Retrying(sleep=time.sleep, **_policy(window, what, waits, retry_on))(function)
+
+
+async def async_call_with_retry(
+    function: Callable[[], Awaitable[T]], *, window: float, what: str, waits: Waits | None = None,
+    retry_on: Callable[[BaseException], bool] = is_transient,
+) -> T:
+    """``await function()`` with :func:`call_with_retry`'s policy; pauses with ``asyncio.sleep``."""
+    async def attempt() -> T:
+        return await function()
+
+    return await AsyncRetrying(**_policy(window, what, waits, retry_on))(attempt)

@@ -4,7 +4,29 @@ A record is the whole outcome of one task run (status, result or error) serialis
 string and written with ONE ``SET key value EX ttl``: a reader sees either the previous record
 or the new one, never a partial result. Chunk ids are deterministic, so a redelivered or
 repeated task for the same content rewrites the same key with the same chunks instead of adding
-a second copy (only ``task_id`` and the engine's timings may differ between runs).
+a second copy (only ``task_id``, ``diff`` and the engine's timings may differ between runs).
+
+Every record is written atomically with its completion event (``XADD P:events MAXLEN ~ N``,
+fields in :func:`event_fields`): a FAILURE record in one MULTI/EXEC with its XADD, a SUCCESS
+record in one Lua script (see below). A consumer of the stream never hears of a record that is
+not stored, and a stored record always has its event (the stream is capped, so an old event may
+be trimmed away; ``status`` is the reconciliation path).
+
+Re-ingestion diff: a SUCCESS record carries ``diff``, its chunk ids against the previous SUCCESS
+record of the same document id (``previous_task_id``, ``added``, ``removed``, ``unchanged``), or
+null when there was none. The previous ids come from a compact side key
+(``P:chunkids:<id>``: a random token, then the task id and chunk ids as JSON, written atomically
+with the record) rather than from the previous record: it is 32 characters per chunk instead of
+the whole result, and a FAILURE record in between does not hide the last SUCCESS. The diff is
+computed here (a set difference of up to 100k ids stays out of the Redis event loop); the
+script then writes the record, the side key and the event only if the side key still carries
+the token that was read, else the store reads again and recomputes. So two runs of one document
+storing at once cannot both diff against the same previous ids: a diff always describes the
+step from the record it replaced (optimistic concurrency, as WATCH would give, in one command).
+
+Results whose JSON is larger than ``compress_bytes`` are stored with ``"encoding": "zlib+base64"``
+and ``"result"`` the base64 text of the zlib-compressed JSON; :meth:`ResultStore.load_record`
+hides it, so readers see the plain record.
 
 Records keep the result's own key order (the schema's): ``longparser result`` prints them as
 ``chunk`` does. Importable without Celery or torch (the producer client reads records here).
@@ -12,16 +34,42 @@ Records keep the result's own key order (the schema's): ``longparser result`` pr
 
 from __future__ import annotations
 
+import base64
 import json
 import time
+import uuid
+import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from config.settings import Settings
-from service.keys import job_key, result_key
+from service.keys import chunk_ids_key, events_key, job_key, result_key
 from service.redis_client import redis_client
 
 RECORD_VERSION = 1
+COMPRESSED = "zlib+base64"
+DEFAULT_COMPRESS_BYTES = 1024 * 1024
+DEFAULT_EVENTS_MAXLEN = 100_000
+STORE_CONFLICTS = 100  # concurrent stores of one document in a row before giving up (never seen)
+TOKEN_CHARS = 32  # the chunk-id side key's value: a fresh random token, then its JSON
+
+# The SUCCESS write, atomic: the record, the new chunk-id side key and the completion event, only
+# if the side key still starts with the token the diff was computed against ("" = no key). A
+# script rather than WATCH + MULTI/EXEC: one command, so an outage or a Sentinel failover is the
+# plain transient error of one write (redis-py reports a connection lost under WATCH as a
+# conflict), and GETRANGE compares 32 bytes instead of the whole previous value.
+STORE_SUCCESS_LUA = """
+if redis.call('GETRANGE', KEYS[2], 0, 31) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[4])
+redis.call('SET', KEYS[2], ARGV[3], 'EX', ARGV[4])
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', unpack(ARGV, 6))
+return 1
+"""
+
+
+def _flat(fields: dict[str, str]) -> list[str]:
+    return [item for pair in fields.items() for item in pair]
 
 
 def compact_json(value: Any) -> str:
@@ -29,16 +77,70 @@ def compact_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def success_record_json(document_id: str, task_id: str | None, result_json: str) -> str:
-    """The record of a successful run, encoded, around ``result_json`` (``ChunkResult.model_dump_json()``):
-    ``{"record_version", "status": "SUCCESS", "document_id", "task_id", "result", "error": null}``.
+def success_record_json(document_id: str, task_id: str | None, result_json: str,
+                        diff: dict[str, Any] | None = None, encoding: str | None = None) -> str:
+    """The record of a successful run, encoded, around ``result_json`` (``ChunkResult.model_dump_json()``,
+    or the JSON string of its compressed form when ``encoding`` is given):
+    ``{"record_version", "status": "SUCCESS", "document_id", "task_id"[, "encoding"], "result",
+    "error": null, "diff"}``.
 
     The result is encoded once, by pydantic's serializer, instead of dumped to Python objects and
     encoded again (:func:`compact_json` of the same record gives the same JSON).
     """
-    head = compact_json({"record_version": RECORD_VERSION, "status": "SUCCESS", "document_id": document_id,
-                         "task_id": task_id})
-    return f'{head[:-1]},"result":{result_json},"error":null}}'
+    fields: dict[str, Any] = {"record_version": RECORD_VERSION, "status": "SUCCESS",
+                              "document_id": document_id, "task_id": task_id}
+    if encoding is not None:
+        fields["encoding"] = encoding
+    head = compact_json(fields)
+    return f'{head[:-1]},"result":{result_json},"error":null,"diff":{compact_json(diff)}}}'
+
+
+def chunk_diff(previous: dict[str, Any] | None, chunk_ids: Sequence[str]) -> dict[str, Any] | None:
+    """The diff of ``chunk_ids`` against ``previous`` (a side-key value ``{"task_id", "chunk_ids"}``),
+    each list in its own result's order; None without a previous SUCCESS."""
+    if previous is None:
+        return None
+    old, new = previous["chunk_ids"], set(chunk_ids)
+    before = set(old)
+    return {"previous_task_id": previous.get("task_id"),
+            "added": [i for i in chunk_ids if i not in before],
+            "removed": [i for i in old if i not in new],
+            "unchanged": [i for i in chunk_ids if i in before]}
+
+
+def event_fields(record_key: str, document_id: str, status: str, task_id: str | None, chunks: int,
+                 diff: dict[str, Any] | None, error_type: str | None) -> dict[str, str]:
+    """The completion event of a stored record (every value a string; see docs/operations.md)."""
+    def count(name: str) -> str:
+        return "" if diff is None else str(len(diff[name]))
+
+    return {"document_id": document_id, "status": status, "task_id": task_id or "", "result_key": record_key,
+            "chunks": str(chunks), "added": count("added"), "removed": count("removed"),
+            "unchanged": count("unchanged"), "error_type": error_type or "",
+            "stored_at": f"{time.time():.3f}"}
+
+
+def compress_result(result_json: str) -> str:
+    """The ``zlib+base64`` form of a result's JSON, as a JSON string literal."""
+    packed = base64.b64encode(zlib.compress(result_json.encode("utf-8", "surrogatepass"), 6))
+    return f'"{packed.decode("ascii")}"'
+
+
+def decode_record(raw: bytes | str) -> dict[str, Any]:
+    """A stored record as its plain form (a compressed result decompressed, ``encoding`` dropped).
+
+    Raises:
+        ValueError: the record names an encoding this client does not know (a newer worker:
+            upgrade the producer first).
+    """
+    record = json.loads(raw)
+    encoding = record.pop("encoding", None)
+    if encoding is not None:
+        if encoding != COMPRESSED:
+            raise ValueError(f"record of {record.get('document_id')!r} has encoding {encoding!r}, unknown to "
+                             "this client: upgrade longparser-worker on the producer side")
+        record["result"] = json.loads(zlib.decompress(base64.b64decode(record["result"])))
+    return record
 
 
 def failure_record(document_id: str, task_id: str | None, error_type: str, message: str) -> dict:
@@ -60,26 +162,75 @@ class ResultStore:
     client: Any
     prefix: str
     ttl: int
+    compress_bytes: int = DEFAULT_COMPRESS_BYTES
+    events_maxlen: int = DEFAULT_EVENTS_MAXLEN
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ResultStore:
         """A store on ``LONGPARSER_RESULT_URL`` (plain, TLS or Sentinel) with its own pool."""
-        return cls(redis_client(settings.result_url, settings), settings.key_prefix, settings.result_ttl)
+        return cls(redis_client(settings.result_url, settings), settings.key_prefix, settings.result_ttl,
+                   settings.result_compress_bytes, settings.events_maxlen)
+
+    @property
+    def events_key(self) -> str:
+        return events_key(self.prefix)
+
+    def _add_event(self, pipe: Any, fields: dict[str, str]) -> None:
+        pipe.xadd(self.events_key, fields, maxlen=self.events_maxlen, approximate=True)
 
     def save_record(self, record: dict) -> str:
-        """Write a record in one ``SET ... EX`` (atomic); returns the key."""
-        return self.save_encoded(record["document_id"], compact_json(record))
-
-    def save_encoded(self, document_id: str, encoded: str | bytes) -> str:
-        """Write an already encoded record of ``document_id`` (one ``SET ... EX``); returns the key."""
+        """Write a record (a FAILURE record, as the worker uses it) and its completion event in
+        one MULTI/EXEC; returns the key. It does not touch the chunk-id side key: the next
+        SUCCESS diffs against the last SUCCESS."""
+        document_id = record["document_id"]
         key = result_key(self.prefix, document_id)
-        self.client.set(key, encoded, ex=self.ttl)
+        result, error = record.get("result"), record.get("error")
+        fields = event_fields(key, document_id, record["status"], record.get("task_id"),
+                              len(result["chunks"]) if result else 0, record.get("diff"),
+                              error["type"] if error else None)
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.set(key, compact_json(record), ex=self.ttl)
+            self._add_event(pipe, fields)
+            pipe.execute()
         return key
 
+    def save_success(self, document_id: str, task_id: str | None, result_json: str,
+                     chunk_ids: Sequence[str]) -> str:
+        """Write a SUCCESS record around ``result_json`` with its diff, the chunk-id side key and
+        the completion event, atomically (see the module doc); returns the record's key."""
+        key, ids_key = result_key(self.prefix, document_id), chunk_ids_key(self.prefix, document_id)
+        encoding = None
+        if len(result_json.encode("utf-8", "surrogatepass")) > self.compress_bytes:
+            result_json, encoding = compress_result(result_json), COMPRESSED
+        ids_value = compact_json({"task_id": task_id, "chunk_ids": list(chunk_ids)})
+
+        for _ in range(STORE_CONFLICTS):
+            raw = self.client.get(ids_key)
+            token, previous = (b"", None) if raw is None else \
+                (raw[:TOKEN_CHARS], json.loads(raw[TOKEN_CHARS:]))
+            diff = chunk_diff(previous, chunk_ids)
+            record = success_record_json(document_id, task_id, result_json, diff, encoding)
+            event = event_fields(key, document_id, "SUCCESS", task_id, len(chunk_ids), diff, None)
+            stored = self._store_success(keys=[key, ids_key, self.events_key],
+                                         args=[token, record, uuid.uuid4().hex + ids_value, self.ttl,
+                                               self.events_maxlen, *_flat(event)], client=self.client)
+            if stored:
+                return key
+            # another run of this document stored between our read and our write: diff against it
+        raise RuntimeError(f"{document_id}: its chunk-id key changed under {STORE_CONFLICTS} tries in a row")
+
+    @property
+    def _store_success(self) -> Any:
+        script = self.__dict__.get("_script")
+        if script is None:
+            script = self.client.register_script(STORE_SUCCESS_LUA)
+            object.__setattr__(self, "_script", script)  # frozen dataclass: cache the Script once
+        return script
+
     def load_record(self, document_id: str) -> dict | None:
-        """The stored record of a document, or None."""
+        """The stored record of a document in its plain form (see :func:`decode_record`), or None."""
         raw = self.client.get(result_key(self.prefix, document_id))
-        return None if raw is None else json.loads(raw)
+        return None if raw is None else decode_record(raw)
 
     def save_job(self, document_id: str, task_id: str, queue: str) -> None:
         """Remember the latest submission of a document (written once its message is published)."""

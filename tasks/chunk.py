@@ -38,7 +38,7 @@ from schemas import ChunkRequest
 from schemas.config import BUILTIN_COUNTERS, is_path_like
 from service.keys import TASK_NAME, is_valid_document_id
 from service.retry import call_with_retry, is_transient
-from service.store import failure_record, success_record_json
+from service.store import failure_record
 from tasks.errors import ChunkingFailed, ChunkTaskError, RequestRefused, SemanticUnavailable, StoreUnavailable
 from tasks.payload import check_size, validate_payload
 from worker import celery_compat
@@ -161,9 +161,9 @@ def run_chunk_job(
         raise failed from exc
     chunks = len(result.chunks)
     report("storing", {"document_id": request.document_id, "blocks": blocks, "chunks": chunks})
-    record = success_record_json(request.document_id, task_id, result.model_dump_json())
+    result_json, chunk_ids = result.model_dump_json(), [chunk.chunk_id for chunk in result.chunks]
     key = _write(context, f"storing {request.document_id}",
-                 lambda: context.store.save_encoded(request.document_id, record))
+                 lambda: context.store.save_success(request.document_id, task_id, result_json, chunk_ids))
     duration_ms = round((time.perf_counter() - started) * 1000, 1)
     logger.info("chunked document %s: %d blocks -> %d chunks in %.1f ms (task %s)",
                 request.document_id, blocks, chunks, duration_ms, task_id)

@@ -6,9 +6,14 @@ redis (to read the store), never torch, the engine or the worker's app.
     with Producer(get_settings()) as producer:          # one per process or service, reused
         handle = producer.submit({"document_id": "doc-1", "blocks": blocks})
         producer.status(handle)["state"]                 # PENDING | PROGRESS | SUCCESS | FAILURE | UNKNOWN
+        producer.wait(handle, timeout=60)["state"]       # blocks on the completion stream
         result = producer.get_result("doc-1", timeout=60)   # schemas.ChunkResult
 
-The module functions :func:`submit`, :func:`status`, :func:`get_result` and
+``wait`` (and ``get_result``, which uses it) does not poll: it notes the completion stream's
+newest id, checks the record, then blocks on the stream (``XREAD BLOCK``) for the rest of the
+timeout, waking only when records are stored (see :mod:`service.events`).
+
+The module functions :func:`submit`, :func:`status`, :func:`wait`, :func:`get_result` and
 :func:`fetch_record` do the same with a producer built for the call (or the one passed in).
 
 DoclingDocument input (docling's JSON object or the model) is converted to blocks here, on the
@@ -43,6 +48,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 from celery import Celery
@@ -51,6 +57,7 @@ from config.settings import Settings, get_settings
 from schemas import ChunkRequest, ChunkResult, InputError
 from schemas.inputs import DoclingConverter, TextConverter, parse_config, parse_input
 from service.celeryconfig import celery_config
+from service.events import block_ms, last_event_id
 from service.keys import TASK_NAME, is_valid_document_id, result_key
 from service.redis_client import is_out_of_memory, masked
 from service.retry import Waits, call_with_retry, is_transient
@@ -59,7 +66,7 @@ from tasks.errors import BrokerUnavailable, JobFailed, JobNotFound, ResultTimeou
 from tasks.payload import check_encoded_size, refuse_tokenizer_paths
 
 FINAL_STATES = frozenset({"SUCCESS", "FAILURE"})
-_FIRST_POLL_S = 0.01
+EVENT_BATCH = 500  # entries one blocking read takes (other documents' events are skipped)
 T = TypeVar("T")
 
 
@@ -114,6 +121,70 @@ def _identify(job: str | JobHandle) -> tuple[str, JobHandle | None]:
 def _from_record(record: dict[str, Any], queue: str | None) -> dict[str, Any]:
     return {"document_id": record["document_id"], "task_id": record.get("task_id"), "queue": queue,
             "state": record["status"], "progress": None, "error": record.get("error")}
+
+
+def unknown_view(document_id: str) -> dict[str, Any]:
+    """The status of a document with no submission and no stored result."""
+    return {"document_id": document_id, "task_id": None, "queue": None, "state": "UNKNOWN",
+            "progress": None, "error": None}
+
+
+def status_from_store(document_id: str, handle: JobHandle | None, entry: dict[str, Any] | None,
+                      record: dict[str, Any] | None) -> tuple[dict[str, Any] | None, str | None, str | None]:
+    """What the store alone says of a job: ``(view, task_id, queue)``; view None when Celery's task
+    state must decide (a submission whose record is not stored yet). Shared by both clients."""
+    entry = entry or {}
+    task_id = handle.task_id if handle else entry.get("task_id")
+    queue = handle.queue if handle else entry.get("queue")
+    if record is not None and (task_id is None or record.get("task_id") == task_id):
+        return _from_record(record, queue), task_id, queue
+    if task_id is None:
+        return unknown_view(document_id), None, None
+    return None, task_id, queue
+
+
+def after_task_view(view: dict[str, Any], record: dict[str, Any] | None, queue: str | None) -> dict[str, Any]:
+    """Celery's view of the task, unless it finished and a later run rewrote the record."""
+    if view["state"] in FINAL_STATES and record is not None:
+        return _from_record(record, queue)
+    return view
+
+
+def final_result(document_id: str, view: dict[str, Any], record: dict[str, Any] | None,
+                 prefix: str) -> ChunkResult:
+    """The result of a finished job, or the typed error (JobFailed, JobNotFound)."""
+    if view["state"] == "FAILURE":
+        error = view["error"] or {"type": "Unknown", "message": "no error recorded"}
+        raise JobFailed(document_id, error["type"], error["message"])
+    if record is None or record.get("result") is None:
+        raise JobNotFound(
+            f"document {document_id!r}: task {view['task_id']} succeeded but no result is stored under "
+            f"{result_key(prefix, document_id)!r}: it expired, or the worker writes to "
+            "another LONGPARSER_RESULT_URL / LONGPARSER_KEY_PREFIX than this client reads"
+        )
+    return ChunkResult.model_validate(record["result"])
+
+
+def not_final(document_id: str, view: dict[str, Any], timeout: float) -> Exception:
+    """The error of a job that did not finish within ``timeout``."""
+    if view["state"] == "UNKNOWN":
+        return JobNotFound(f"no job and no result for document {document_id!r}")
+    return ResultTimeout(
+        f"no result for document {document_id!r} after {timeout:g} s (state {view['state']}, "
+        f"queue {view['queue']!r}: is a worker consuming that queue?)"
+    )
+
+
+def events_of(reply: Any, document_id: str) -> tuple[str | None, bool]:
+    """``(newest entry id, whether an entry is about document_id)`` of an XREAD reply."""
+    entries = reply[0][1] if reply else []
+    if not entries:
+        return None, False
+    wanted = document_id.encode()
+    newest = entries[-1][0]
+    found = any(fields.get(b"document_id", fields.get("document_id")) in (wanted, document_id)
+                for _, fields in entries)
+    return newest.decode() if isinstance(newest, bytes) else newest, found
 
 
 def _retry_on(exc: BaseException) -> bool:
@@ -239,42 +310,63 @@ class Producer:
             "chunks"}``). UNKNOWN: no submission and no stored result.
         """
         document_id, handle = _identify(job)
-        entry = self._call(f"reading the job of {document_id}",
-                           lambda: self.store.load_job(document_id)) or {}
-        task_id = handle.task_id if handle else entry.get("task_id")
-        queue = handle.queue if handle else entry.get("queue")
+        entry = self._call(f"reading the job of {document_id}", lambda: self.store.load_job(document_id))
         record = self.fetch_record(document_id)
-        if record is not None and (task_id is None or record.get("task_id") == task_id):
-            return _from_record(record, queue)
-        if task_id is None:
-            return {"document_id": document_id, "task_id": None, "queue": None, "state": "UNKNOWN",
-                    "progress": None, "error": None}
-        view = self._task_view(document_id, task_id, queue)
-        if view["state"] in FINAL_STATES and record is not None:
-            return _from_record(record, queue)  # the task finished; a later run rewrote the record
-        return view
+        view, task_id, queue = status_from_store(document_id, handle, entry, record)
+        if view is not None:
+            return view
+        assert task_id is not None
+        return after_task_view(self._task_view(document_id, task_id, queue), record, queue)
 
     def fetch_record(self, document_id: str) -> dict[str, Any] | None:
-        """The raw stored record of a document (see :mod:`service.store`), or None."""
+        """The stored record of a document (see :mod:`service.store`; a compressed result is
+        returned decompressed), or None."""
         document_id, _ = _identify(document_id)
         return self._call(f"reading the result of {document_id}", lambda: self.store.load_record(document_id))
 
-    def _final_result(self, document_id: str, view: dict[str, Any]) -> ChunkResult:
-        if view["state"] == "FAILURE":
-            error = view["error"] or {"type": "Unknown", "message": "no error recorded"}
-            raise JobFailed(document_id, error["type"], error["message"])
-        record = self.fetch_record(document_id)
-        if record is None or record.get("result") is None:
-            raise JobNotFound(
-                f"document {document_id!r}: task {view['task_id']} succeeded but no result is stored under "
-                f"{result_key(self.store.prefix, document_id)!r}: it expired, or the worker writes to "
-                "another LONGPARSER_RESULT_URL / LONGPARSER_KEY_PREFIX than this client reads"
-            )
-        return ChunkResult.model_validate(record["result"])
+    def wait(self, job: str | JobHandle, timeout: float = 300.0) -> dict[str, Any]:
+        """Block until a document's latest job is final, or ``timeout`` seconds have passed.
+
+        Notes the completion stream's newest id, checks the status, then blocks on the stream
+        (``XREAD BLOCK``) from that id for the rest of the timeout; the status is checked again
+        only when an event of this document arrives. No polling: an idle wait is one blocking
+        read per 20 s. (Noting the id before the check means an event stored between the check
+        and the read is still seen.)
+
+        Returns:
+            the :meth:`status` view: final (SUCCESS/FAILURE), UNKNOWN at once (nothing submitted,
+            nothing stored), or the last non-final view when the timeout passed.
+        """
+        document_id, _ = _identify(job)
+        deadline = time.monotonic() + timeout
+        last = self._call("reading the completion stream",
+                          lambda: last_event_id(self.store.client, self.store.events_key))
+        while True:
+            view = self.status(job)
+            if view["state"] in FINAL_STATES or view["state"] == "UNKNOWN":
+                return view
+            found = False
+            while not found:
+                if deadline - time.monotonic() <= 0:
+                    return view
+                reply = self._call(f"waiting for {document_id}", partial(self._read_events, last, deadline))
+                newest, found = events_of(reply, document_id)
+                last = newest or last
+
+    def _read_events(self, after: str, deadline: float) -> Any:
+        """One blocking read of the completion stream after ``after``, up to ``deadline`` (a
+        retry after an outage blocks only for what is left)."""
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return []
+        return self.store.client.xread({self.store.events_key: after}, count=EVENT_BATCH,
+                                       block=block_ms(remaining))
 
     def get_result(self, job: str | JobHandle, *, timeout: float = 300.0,
-                   poll_interval: float = 0.2) -> ChunkResult:
-        """Wait for a document's result (polling, interval growing from 10 ms to ``poll_interval``).
+                   poll_interval: float | None = None) -> ChunkResult:
+        """Wait for a document's result (:meth:`wait`: blocking on the completion stream).
+
+        ``poll_interval`` is ignored (kept so that callers written for the polling client work).
 
         Raises:
             JobFailed: the task failed (``error_type``, ``message``).
@@ -283,22 +375,10 @@ class Producer:
             BrokerUnavailable: Redis unreachable for the whole submit window.
         """
         document_id, _ = _identify(job)
-        deadline = time.monotonic() + timeout
-        delay = min(_FIRST_POLL_S, poll_interval)
-        while True:
-            view = self.status(job)
-            if view["state"] in FINAL_STATES:
-                return self._final_result(document_id, view)
-            if view["state"] == "UNKNOWN":
-                raise JobNotFound(f"no job and no result for document {document_id!r}")
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise ResultTimeout(
-                    f"no result for document {document_id!r} after {timeout:g} s (state {view['state']}, "
-                    f"queue {view['queue']!r}: is a worker consuming that queue?)"
-                )
-            time.sleep(min(delay, remaining))
-            delay = min(delay * 1.5, poll_interval)
+        view = self.wait(job, timeout)
+        if view["state"] not in FINAL_STATES:
+            raise not_final(document_id, view, timeout)
+        return final_result(document_id, view, self.fetch_record(document_id), self.store.prefix)
 
 
 def _run(settings: Settings | None, producer: Producer | None, use: Callable[[Producer], T]) -> T:
@@ -330,7 +410,13 @@ def fetch_record(document_id: str, *, settings: Settings | None = None,
     return _run(settings, producer, lambda p: p.fetch_record(document_id))
 
 
-def get_result(job: str | JobHandle, *, timeout: float = 300.0, poll_interval: float = 0.2,
+def wait(job: str | JobHandle, timeout: float = 300.0, *, settings: Settings | None = None,
+         producer: Producer | None = None) -> dict[str, Any]:
+    """:meth:`Producer.wait` with ``producer`` (default: one built for this call)."""
+    return _run(settings, producer, lambda p: p.wait(job, timeout))
+
+
+def get_result(job: str | JobHandle, *, timeout: float = 300.0, poll_interval: float | None = None,
                settings: Settings | None = None, producer: Producer | None = None) -> ChunkResult:
     """:meth:`Producer.get_result` with ``producer`` (default: one built for this call)."""
     return _run(settings, producer, lambda p: p.get_result(job, timeout=timeout, poll_interval=poll_interval))

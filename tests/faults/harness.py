@@ -230,6 +230,21 @@ class StoreWatcher:
         self._thread.join(timeout=5)
 
 
+def completion_events(client: Any, prefix: str) -> Counter[str]:
+    """How many completion events each document has in ``P:events`` (the whole stream: a
+    scenario stores far fewer records than its cap)."""
+    from service.keys import events_key
+
+    return Counter(fields[b"document_id"].decode() for _, fields in client.xrange(events_key(prefix)))
+
+
+def events_missing(client: Any, prefix: str, document_ids: list[str]) -> list[str]:
+    """Stored documents without a completion event (each record's SET and its XADD are one
+    MULTI/EXEC, so this is empty unless an event was lost)."""
+    counts = completion_events(client, prefix)
+    return sorted(d for d in set(document_ids) if counts[d] == 0)
+
+
 def diagnose(client: Any, prefix: str, watcher: StoreWatcher, accepted: list[str],
              workers: list[Proc]) -> str:
     """Where the missing documents are: held (unacked), queued, or nowhere; for failure messages."""
@@ -390,6 +405,7 @@ def restart_scenario(base: Path, logs: Path, *, code_root: Path = REPO_ROOT, doc
                   len(accepted), len(stored), sum(1 for d in accepted if runs[d] > 1),
                   None if last is None else max(0.0, last - back))
         details = {"accepted": accepted, "missing": sorted(set(accepted) - set(stored)),
+                   "events_missing": events_missing(server.client(), prefix, stored),
                    "producer_errors": errors, "producer_exit": producer.popen.returncode,
                    "keys": keys, "runs": dict(runs), "producer_log_tail": producer.log_text()[-1500:]}
         return row, details

@@ -33,6 +33,7 @@ from tests.faults.harness import (
     StoreWatcher,
     base_values,
     diagnose,
+    events_missing,
     free_port,
     make_document,
     restart_scenario,
@@ -51,9 +52,11 @@ def _keys(client: Any, prefix: str) -> list[str]:
     return sorted(k.decode() for k in client.scan_iter(match=f"{prefix}:result:*", count=1000))
 
 
-def _assert_all_stored(accepted: list[str], watcher: StoreWatcher, keys: list[str], prefix: str) -> list[str]:
+def _assert_all_stored(accepted: list[str], watcher: StoreWatcher, client: Any, prefix: str) -> list[str]:
+    keys = _keys(client, prefix)
     stored = [d for d in accepted if d in watcher.seen]
     assert sorted(set(accepted) - set(stored)) == [], "accepted but never stored"
+    assert events_missing(client, prefix, stored) == [], "stored without its completion event"
     assert len(set(accepted)) == len(accepted)
     assert keys == sorted(f"{prefix}:result:{d}" for d in accepted), "each document under one key"
     return stored
@@ -74,7 +77,7 @@ def _all_stored_row(
 ) -> Row:
     """The row of a scenario where every accepted document must be stored once: checked here,
     with the seconds from ``since`` (Redis back) to the last document stored."""
-    stored = _assert_all_stored(accepted, watcher, _keys(client, prefix), prefix)
+    stored = _assert_all_stored(accepted, watcher, client, prefix)
     runs = task_runs(workers)
     last = max(watcher.seen[d] for d in stored)
     return Row(title, len(accepted), len(stored), sum(1 for d in accepted if runs[d] > 1),
@@ -89,6 +92,7 @@ def test_redis_restarted_mid_burst_while_the_producer_submits(space: Any, report
     assert details["producer_errors"] == [] and details["producer_exit"] == 0, details["producer_log_tail"]
     assert row.submitted == 40  # the producer rode out the outage: every submission accepted
     assert details["missing"] == [], details
+    assert details["events_missing"] == [], details  # every stored record has its completion event
     assert row.stored == row.submitted
     assert details["keys"] == sorted(f"{d.rsplit('-d', 1)[0]}:result:{d}" for d in details["accepted"])
     assert row.back_to_last_stored_s is not None and row.back_to_last_stored_s <= WINDOW_S
@@ -238,8 +242,7 @@ def test_sigterm_of_a_worker_mid_burst_with_a_second_worker(space: Any, report: 
         assert first.popen.returncode == 0, first.log_text()[-2000:]
         assert watcher.wait_all(accepted, WINDOW_S), diagnose(server.client(), prefix, watcher, accepted,
                                                               [first, second])
-        keys = _keys(server.client(), prefix)
-        stored = _assert_all_stored(accepted, watcher, keys, prefix)
+        stored = _assert_all_stored(accepted, watcher, server.client(), prefix)
         runs = task_runs([first, second])
         by_first, by_second = task_runs([first]), task_runs([second])
         after_exit = sum(1 for d in stored if watcher.seen[d] > exited)
@@ -315,6 +318,8 @@ def test_malformed_raw_messages_mixed_with_good_documents(space: Any, report: Re
                     assert type(outcome.result).__name__ == error
             for document_id in good:
                 assert producer.fetch_record(document_id)["status"] == "SUCCESS"
+            with_records = good + [d for _, _, d in bad if d]
+            assert events_missing(server.client(), prefix, with_records) == []
             assert _pool(producer, worker) == children, "a pool child was replaced"
         runs = task_runs([worker])
         row = Row(f"{len(bad)} malformed raw messages (send_task) mixed with {len(good)} good documents",

@@ -28,6 +28,7 @@ import pytest
 import redis
 
 from config.settings import Settings
+from service.events import EventConsumer
 from service.keys import TASK_NAME
 from tasks.client import Producer, producer_celery
 from tests.faults.harness import (
@@ -39,6 +40,7 @@ from tests.faults.harness import (
     Report,
     Row,
     StoreWatcher,
+    events_missing,
     make_document,
     settings_env,
     spawn,
@@ -216,6 +218,17 @@ def test_the_fleet_runs_over_tls_with_least_privilege_users(space: Any, report: 
             capture_output=True, text=True, timeout=120, check=False)
         assert ping.returncode == 0 and "pong" in ping.stdout, ping.stdout + ping.stderr
 
+        assert events_missing(admin, KEY_PREFIX, [*accepted, bad]) == []  # each record has its event
+        # An upload service consumes the completion stream as the producer user: a consumer group
+        # from the start of the stream, every stored document's event, acknowledged.
+        consumer = EventConsumer(server.client(user="longparser-producer"), KEY_PREFIX, "acl-test", "c1",
+                                 block_s=0.5, count=1000)
+        consumer.create_group(start="0")
+        consumed = consumer.read()
+        assert {e.document_id for e in consumed} >= {*accepted, bad}
+        consumer.ack(*[e.id for e in consumed])
+        assert admin.xpending(f"{KEY_PREFIX}:events", "acl-test")["pending"] == 0
+
         refusals = acl_refusals(admin)
         assert refusals == {("longparser-worker", "command", "config|get")}, refusals
 
@@ -228,6 +241,10 @@ def test_the_fleet_runs_over_tls_with_least_privilege_users(space: Any, report: 
         assert _refused(lambda: producer_client.delete(other))
         assert _refused(lambda: producer_client.delete(result))
         assert _refused(lambda: producer_client.set(result, "forged"))
+        events = f"{KEY_PREFIX}:events"  # the producer reads and consumes events, never writes them
+        assert _refused(lambda: producer_client.xadd(events, {"document_id": "forged"}))
+        assert _refused(lambda: producer_client.set(events, "forged"))
+        assert _refused(lambda: producer_client.delete(events))
         worker_client = server.client(user="longparser-worker")
         for client in (producer_client, worker_client):
             assert _refused(client.flushall)
@@ -242,7 +259,8 @@ def test_the_fleet_runs_over_tls_with_least_privilege_users(space: Any, report: 
                    len(accepted) + 1, len([d for d in [*accepted, bad] if d in watcher.seen]),
                    sum(1 for d in accepted if runs[d] > 1), None,
                    "ACL LOG: only the worker's CONFIG GET; the producer's GET/DEL of another prefix, DEL/SET "
-                   "of a result, FLUSHALL/KEYS/CONFIG SET refused; submit --wait, inspect ping ok; "
+                   "of a result, XADD/SET/DEL of the event stream, FLUSHALL/KEYS/CONFIG SET refused; every "
+                   "record's event consumed and acked as the producer; submit --wait, inspect ping ok; "
                    f"the stopped worker put back {put_back} message(s)"))
     finally:
         watcher.stop()

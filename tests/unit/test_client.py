@@ -222,6 +222,29 @@ def test_cli_submit_wait_and_result_print_in_schema_order(
     assert [chunk["block_ids"] for chunk in printed["chunks"]] == [["h1", "p1", "p2"]]
 
 
+def test_cli_result_hides_a_compressed_record(
+    settings: Settings, store: ResultStore, eager: list, tmp_path: Path,  # noqa: F811
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import dataclasses
+
+    import tasks.chunk
+
+    compressing = ResultStore(store.client, store.prefix, 60, compress_bytes=1024)  # the worker's side
+    monkeypatch.setattr(tasks.chunk.app, "context",
+                        dataclasses.replace(tasks.chunk.app.context, store=compressing))
+    client = Producer(settings, app=FakeApp(run=True), store=store)
+    big = payload("doc-big")
+    big["blocks"] = [{**block, "block_id": f"{block['block_id']}-{n}"} for n in range(40)
+                     for block in big["blocks"]]
+    assert _cli(["submit", _write(tmp_path, "big.json", big), "--wait"], client, monkeypatch) == 0
+    waited = json.loads(capsys.readouterr().out)
+    assert json.loads(store.client.get(f"{store.prefix}:result:doc-big"))["encoding"] == "zlib+base64"
+    assert _cli(["result", "doc-big"], client, monkeypatch) == 0
+    assert json.loads(capsys.readouterr().out) == waited
+    assert "encoding" not in client.fetch_record("doc-big")
+
+
 def test_cli_submit_prints_the_handle(
     producer: Producer, fake_app: FakeApp, tmp_path: Path, capsys: pytest.CaptureFixture[str],  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,

@@ -15,7 +15,7 @@ import pytest
 
 import longparser.prepare as prepare_module
 from longparser import chunk_blocks, chunk_request
-from longparser.ids import chunk_id
+from longparser.ids import chunk_ids, content_digest
 from schemas import Block, ChunkRequest, InputError, parse_input
 from schemas.blocks import validate_block_fields
 from tests.unit.engine_helpers import PEOPLE, run_engine, table_dict, view, words
@@ -113,12 +113,30 @@ def test_B02_gc_setting_restored_after_call(make_block, enabled):
 
 
 @pytest.mark.case("B02")
-def test_B02_chunk_id_is_sha256_prefix_of_its_inputs():
-    ident = chunk_id("doc", 3, "section", ["b1", "b2"], "text")
-    assert ident == chunk_id("doc", 3, "section", ["b1", "b2"], "text")
-    assert len(ident) == 32
-    assert ident != chunk_id("doc", 4, "section", ["b1", "b2"], "text")
-    assert ident != chunk_id(None, 3, "section", ["b1", "b2"], "text")
+def test_B02_chunk_id_is_the_content_hash_then_the_occurrence():
+    ids = chunk_ids("doc", [("section", ["a", "b"]), ("section", ["c"]), ("section", ["a", "b"])])
+    assert ids[0] == content_digest("doc", "section", ["a", "b"])[:32]
+    assert len(set(ids)) == 3  # the duplicate's occurrence number keeps it distinct
+    assert ids == chunk_ids("doc", [("section", ["a", "b"]), ("section", ["c"]), ("section", ["a", "b"])])
+    assert chunk_ids(None, [("section", ["a", "b"])])[0] != ids[0]
+    assert chunk_ids("doc", [("list", ["a", "b"])])[0] != ids[0]
+    assert chunk_ids("doc", [("section", ["ab"])])[0] != ids[0]  # part boundaries count
+    # position does not: the same content after an inserted chunk keeps its id
+    assert chunk_ids("doc", [("section", ["new"]), ("section", ["a", "b"])])[1] == ids[0]
+
+
+@pytest.mark.case("B02")
+def test_B02_ids_survive_an_edit_elsewhere_and_ignore_overlap(make_block):
+    paras = [words(30, f"w{i}") for i in range(8)]
+    config = {"max_tokens": 60, "min_tokens": 0, "overlap_blocks": 1}
+    before = chunk_blocks([make_block(p) for p in paras], config, document_id="doc")
+    edited = [paras[0], paras[1].replace("w1", "changed", 2), *paras[2:]]
+    after = chunk_blocks([make_block(p) for p in edited], config, document_id="doc")
+    assert any(c.overlap_with_previous for c in after.chunks)  # overlap is in play
+    old, new = [c.chunk_id for c in before.chunks], [c.chunk_id for c in after.chunks]
+    assert len(old) == len(new) >= 4
+    # only the edited chunk's id changes: the next chunk's overlap copy of it is not its content
+    assert [o == n for o, n in zip(old, new, strict=True)].count(False) == 1
 
 
 @pytest.mark.case("B02")

@@ -26,7 +26,7 @@ from config.settings import Settings
 from longparser import chunk_request
 from longparser.resources import Resources
 from schemas import ChunkResult, parse_input
-from service.keys import TASK_NAME, result_key
+from service.keys import TASK_NAME, chunk_ids_key, events_key, result_key
 from service.store import ResultStore
 from tasks.chunk import TimeLimitAwareRequest, chunk_document, run_chunk_job, store_time_limit_failure
 from tasks.errors import (
@@ -111,9 +111,11 @@ def test_the_record_is_encoded_once_and_equals_the_plain_encoding(context: Worke
     result = engine(parse_input(payload()), context.resources)
     fast = success_record_json("doc-1", "t-1", result.model_dump_json())
     plain = compact_json({"record_version": RECORD_VERSION, "status": "SUCCESS", "document_id": "doc-1",
-                          "task_id": "t-1", "result": result.model_dump(mode="json"), "error": None})
+                          "task_id": "t-1", "result": result.model_dump(mode="json"), "error": None,
+                          "diff": None})
     assert json.loads(fast) == json.loads(plain)
-    assert list(json.loads(fast)) == ["record_version", "status", "document_id", "task_id", "result", "error"]
+    assert list(json.loads(fast)) == ["record_version", "status", "document_id", "task_id", "result", "error",
+                                      "diff"]
 
 
 def _bad_type() -> dict[str, Any]:
@@ -231,27 +233,52 @@ def test_redelivery_and_repeats_converge_on_one_stored_value(
     redelivered = store.load_record("doc-1")
     chunk_document.apply_async(args=[payload()], task_id="t-2").get()  # a repeated submission
     repeated = store.load_record("doc-1")
-    assert _without_timings(redelivered) == _without_timings(first)
-    assert {**_without_timings(repeated), "task_id": "t-1"} == _without_timings(first)
     ids = [chunk["chunk_id"] for chunk in first["result"]["chunks"]]
+    assert first["diff"] is None  # nothing stored before
+    unchanged = {"previous_task_id": "t-1", "added": [], "removed": [], "unchanged": ids}
+    assert redelivered["diff"] == unchanged  # the redelivered run diffs against its own first run
+    assert repeated["diff"] == unchanged
+    assert {**_without_timings(redelivered), "diff": None} == _without_timings(first)
+    assert {**_without_timings(repeated), "task_id": "t-1", "diff": None} == _without_timings(first)
     assert [chunk["chunk_id"] for chunk in repeated["result"]["chunks"]] == ids
-    assert sorted(store.client.scan_iter(match=f"{store.prefix}:*")) == [
-        result_key(store.prefix, "doc-1").encode()
-    ]
+    # one record, its chunk-id side key and the completion stream (one event per stored record)
+    assert sorted(store.client.scan_iter(match=f"{store.prefix}:*")) == sorted([
+        result_key(store.prefix, "doc-1").encode(), chunk_ids_key(store.prefix, "doc-1").encode(),
+        events_key(store.prefix).encode()])
+    events = [fields for _, fields in store.client.xrange(events_key(store.prefix))]
+    assert [(e[b"task_id"], e[b"added"], e[b"unchanged"]) for e in events] == [
+        (b"t-1", b"", b""), (b"t-1", b"0", str(len(ids)).encode()), (b"t-2", b"0", str(len(ids)).encode())]
 
 
 class FlakyClient:
-    """A Redis client whose first ``failures`` SETs raise ``error``."""
+    """A Redis client whose first ``failures`` record writes (a SET, the MULTI/EXEC of a FAILURE
+    record and its event, the script that stores a SUCCESS) raise ``error``."""
 
     def __init__(self, inner: Any, failures: int, error: Exception | None = None):
         self.inner, self.failures, self.set_calls = inner, failures, 0
         self.error = error or redis.exceptions.ConnectionError("Connection refused (simulated)")
 
-    def set(self, *args: Any, **kwargs: Any) -> Any:
+    def _write(self, method: Any, *args: Any, **kwargs: Any) -> Any:
         self.set_calls += 1
         if self.set_calls <= self.failures:
             raise self.error
-        return self.inner.set(*args, **kwargs)
+        return method(*args, **kwargs)
+
+    def set(self, *args: Any, **kwargs: Any) -> Any:
+        return self._write(self.inner.set, *args, **kwargs)
+
+    def evalsha(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self._write(self.inner.evalsha, *args, **kwargs)
+        except redis.exceptions.NoScriptError:  # redis-py loads the script and calls again: one write
+            self.set_calls -= 1
+            raise
+
+    def pipeline(self, *args: Any, **kwargs: Any) -> Any:
+        pipe = self.inner.pipeline(*args, **kwargs)
+        execute = pipe.execute
+        pipe.execute = lambda *a, **k: self._write(execute, *a, **k)
+        return pipe
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
