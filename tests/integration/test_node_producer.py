@@ -129,6 +129,43 @@ def test_a_node_producer_consumes_the_completion_event_in_a_consumer_group(
     assert success.returncode == 0, success.stderr
 
 
+def test_a_resubmitted_document_reports_its_changed_chunk_ids_to_node(
+        success: NodeRun, node: str, lp_settings: Settings, tmp_path: Path) -> None:
+    """Submitted again with one paragraph edited, the record's diff and the event's counts say
+    which chunk ids changed: what an upload service re-embeds."""
+    edited = json.loads(json.dumps(success.document))
+    edited["blocks"][2]["text"] += " Edited by the second submission."
+    again = run_producer(node, edited, lp_settings, tmp_path)
+    before, after = success.output["record"]["chunk_ids"], again.output["record"]["chunk_ids"]
+    assert again.returncode == 0, again.stderr
+    diff = again.output["record"]["diff"]
+    assert diff["previous_task_id"] == success.output["task_id"]
+    assert (set(diff["added"]), set(diff["removed"])) == (set(after) - set(before), set(before) - set(after))
+    assert set(diff["unchanged"]) == set(before) & set(after)
+    assert diff["added"] and diff["unchanged"]  # one edit: some ids change, most stay
+    event = again.output["event"]
+    assert (event["added"], event["removed"], event["unchanged"]) == tuple(
+        str(len(diff[name])) for name in ("added", "removed", "unchanged"))
+
+
+def test_a_compressed_record_is_read_by_node(node: str, workers: WorkerFactory, lp_settings: Settings,
+                                             tmp_path: Path) -> None:
+    """A result above LONGPARSER_RESULT_COMPRESS_BYTES is stored zlib+base64; producer.js
+    decodes it as docs/producers.md says."""
+    queue = f"node-compressed-{tmp_path.name[-12:]}"
+    settings = lp_settings.model_copy(update={"structural_queue": queue})
+    workers.start("node-compressed", queues=queue, concurrency=1,
+                  env={"LONGPARSER_RESULT_COMPRESS_BYTES": "1024"})
+    document = make_document("node-big", sections=4, paragraphs=5, seed=7)
+    run = run_producer(node, document, settings, tmp_path)
+    assert run.returncode == 0, run.stderr
+    record = run.output["record"]
+    assert record["status"] == "SUCCESS" and record["encoding"] == "zlib+base64"
+    expected = chunk_request(parse_input(document))
+    assert record["chunk_ids"] == [c.chunk_id for c in expected.chunks]
+    assert run.output["event"]["chunks"] == str(len(expected.chunks))
+
+
 def test_a_refused_document_from_node_ends_in_a_failure_record(failure: NodeRun) -> None:
     out = failure.output
     record = out["record"]
@@ -144,6 +181,7 @@ def test_a_refused_document_from_node_ends_in_a_failure_event(failure: NodeRun) 
     event = out["event"]
     assert event is not None, f"no completion event for task {out['task_id']} within {PRODUCER_TIMEOUT_S} s"
     assert (event["status"], event["chunks"], event["error_type"]) == ("FAILURE", "0", "InvalidPayload")
+    assert (event["added"], event["removed"], event["unchanged"]) == ("", "", "")
     assert failure.returncode == 0, failure.stderr
 
 
