@@ -20,7 +20,7 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 
-.PHONY: run test test-real test-faults test-adapters bench bench-retrieval lint venv dev embeddings constraints clean
+.PHONY: run test test-real test-faults test-adapters test-node bench bench-retrieval lint venv dev embeddings constraints clean
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)
@@ -90,6 +90,16 @@ test-real: $(VENV)/.backends
 # refused; a missing package fails (the tests are opt-in, never skipped).
 test-adapters: $(VENV)/.adapters
 	$(PY) -m pytest tests/adapters --run-adapters --no-cov
+
+# A producer in another language (docs/producers.md): tests/node/producer.js (celery-node, ioredis,
+# pinned by tests/node/package-lock.json) submits to a real worker and reads the record and the
+# completion event. Needs Node.js 18+ and npm; a missing one fails (the test is opt-in, never skipped).
+NODE_DIR := tests/node
+$(NODE_DIR)/node_modules/.package-lock.json: $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
+	cd $(NODE_DIR) && npm ci --no-audit --no-fund
+
+test-node: $(VENV)/.dev $(NODE_DIR)/node_modules/.package-lock.json
+	$(PY) -m pytest tests/integration/test_node_producer.py --run-node --no-cov -rA
 
 # The reference chunker the engine is compared with in the same run: LongParser's own release on
 # PyPI, fetched as a wheel into bench-data/ (ignored by git, never imported by the service).

@@ -12,7 +12,9 @@ Subcommands:
   benchmark (docs/retrieval-benchmark.md);
 * ``submit INPUT [-c CONFIG] [--document-id ID] [config flags] [--wait]`` - enqueue on the
   worker fleet;
-* ``result DOCUMENT_ID`` - fetch a stored result.
+* ``result DOCUMENT_ID`` - fetch a stored result;
+* ``metrics [--queue Q] [--port N] [--bind ADDR]`` - each queue's depth and the messages workers
+  hold, as Prometheus text (printed once, or served at ``/metrics``).
 
 INPUT ``-`` reads standard input. ``-c`` takes a JSON file or an inline JSON object, the same way
 for every command (:mod:`cli.json_input`). Config flags (``chunk`` and ``submit``):
@@ -245,6 +247,15 @@ def build_parser() -> argparse.ArgumentParser:
     result.add_argument("document_id", metavar="DOCUMENT_ID",
                         help="the document id submit printed (--document-id, else the input's, else its file "
                              "name)")
+
+    metrics = sub.add_parser(
+        "metrics", help="queue depths and held messages as Prometheus text (docs/operations.md, Autoscaling)",
+        epilog="exit status: 0 printed (with --port: served until stopped); 2 invalid settings; 3 broker "
+               "unreachable.",
+    )
+    from cli.metrics import add_arguments as add_metrics_arguments
+
+    add_metrics_arguments(metrics)
     return parser
 
 
@@ -314,6 +325,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from cli.submit import run_result
 
         return run_result(args)
+    if args.command == "metrics":
+        from cli.metrics import run_metrics
+
+        return run_metrics(args)
     raise AssertionError(args.command)  # argparse rejects unknown commands
 
 

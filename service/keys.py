@@ -19,7 +19,9 @@ Keys (``P`` = ``LONGPARSER_KEY_PREFIX``):
 
 Celery's own keys (queue lists named after the queues, ``unacked``, ``unacked_index``,
 ``_kombu.binding.*``, ``celery-task-meta-<task_id>``) carry ``LONGPARSER_CELERY_KEY_PREFIX``
-when it is set (kombu/celery ``global_keyprefix``).
+when it is set (kombu/celery ``global_keyprefix``). A queue's waiting messages are the Redis
+lists of :func:`queue_list_keys`, the messages workers hold (delivered, not yet acknowledged)
+the hash :func:`unacked_key`: what an autoscaler or the ``longparser metrics`` gauge reads.
 """
 
 from __future__ import annotations
@@ -97,3 +99,24 @@ def kombu_queue_keys(celery_key_prefix: str, queue: str) -> tuple[str, ...]:
         celery_key_prefix + key
         for key in (queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
     )
+
+
+# kombu's Redis transport keeps a message sent with a priority above 0 in a list of its own,
+# named ``<queue>\x06\x16<step>`` (kombu.transport.redis: Channel.sep, PRIORITY_STEPS; a unit
+# test holds these equal to kombu's). LongParser's producer sends priority 0: everything waits in
+# the queue's own list.
+KOMBU_PRIORITY_SEPARATOR = "\x06\x16"
+KOMBU_PRIORITY_STEPS = (0, 3, 6, 9)
+KOMBU_UNACKED = "unacked"
+
+
+def queue_list_keys(celery_key_prefix: str, queue: str) -> tuple[str, ...]:
+    """The Redis lists holding a queue's waiting messages: the queue's own list first (the one
+    that holds everything sent without a priority), then kombu's priority sub-lists."""
+    own = celery_key_prefix + queue
+    return (own, *(f"{own}{KOMBU_PRIORITY_SEPARATOR}{step}" for step in KOMBU_PRIORITY_STEPS if step))
+
+
+def unacked_key(celery_key_prefix: str) -> str:
+    """The hash of messages delivered to workers and not yet acknowledged (every queue's)."""
+    return celery_key_prefix + KOMBU_UNACKED

@@ -4,8 +4,9 @@
   ``tests/integration/`` and the fault suite under ``tests/faults/`` may reach loopback only
   (the test Redis, worker processes, Flower, the suite's own redis-server processes).
 * Tests marked ``real_embeddings`` are *deselected* unless ``--run-real-embeddings`` is given,
-  and tests marked ``framework_adapters`` unless ``--run-adapters`` is; with the flag, a
-  missing prerequisite fails the test (the fixtures raise, they do not skip).
+  tests marked ``framework_adapters`` unless ``--run-adapters`` is, and tests marked
+  ``node_producer`` unless ``--run-node`` is; with the flag, a missing prerequisite fails the
+  test (the fixtures raise, they do not skip).
 """
 
 from __future__ import annotations
@@ -36,6 +37,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "packages (the [langchain] and [llamaindex] extras); a missing package fails the run",
     )
     parser.addoption(
+        "--run-node",
+        action="store_true",
+        default=False,
+        help="run the Node.js producer test (tests/node: celery-node and ioredis, installed by npm ci); "
+        "a missing node or package fails the run",
+    )
+    parser.addoption(
         "--real-device",
         default="cpu",
         help="torch device the real-model suite loads the model on (default cpu, the production "
@@ -53,7 +61,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 # Opt-in marker -> the flag that selects it.
-OPT_IN = {"real_embeddings": "--run-real-embeddings", "framework_adapters": "--run-adapters"}
+OPT_IN = {"real_embeddings": "--run-real-embeddings", "framework_adapters": "--run-adapters",
+          "node_producer": "--run-node"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
