@@ -370,6 +370,11 @@ def fit_draft(draft: Draft, budget: Budget) -> list[Draft]:
             continue
         if piece.rows is None:
             cut = _text_pieces(piece, current, budget)
+            if cut is not None and len(cut) == 1 and cut[0].text == piece.text:
+                # whole, it fits after what ``current`` holds only as _text_pieces joins it, not
+                # as it is appended (a line break instead of nothing, or a word joined to its
+                # other half): cutting it again would give it back the same, for ever
+                cut = None
         else:
             cut = _table_pieces(piece, current, budget)
         if cut is not None:

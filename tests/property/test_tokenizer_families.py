@@ -139,6 +139,9 @@ REGRESSIONS = ROOT / "tests" / "fixtures" / "regressions"
         # a code line's indentation left no room for a fragment of its first word (6 tiktoken
         # tokens): the cut inside the word saw only the indentation, and the request was refused
         "tokenizer_code_indentation_leaves_no_room",
+        # a table cell's text under a 6-token budget fitted after the header line as the cut
+        # search joins it but not as it was appended: it was cut again into itself, for ever
+        "tokenizer_cell_cut_again_forever",
         # Found with the streams that carry boxes, and failing before them too (the same blocks
         # on the tree before boxes): open, kept here so that a fix shows (strict xfail).
         pytest.param("tokenizer_heading_piece_over_a_tiny_window", marks=pytest.mark.xfail(
