@@ -79,6 +79,8 @@ def test_the_task_serves_a_validated_request_without_checking_it_again(
     plain = store.load_record("doc-1")
     for record in (inline, plain):
         record["result"]["stats"].pop("timings_ms")
+    assert inline.pop("diff") is None  # the first run of doc-1
+    assert plain.pop("diff")["added"] == []  # the second: the same chunks again
     assert summary["chunks"] == 2 and inline == plain
 
 
