@@ -39,6 +39,15 @@ def _lease_options(settings: Settings) -> dict[str, Any]:
             "unacked_mutex_expire": max(1.0, settings.lease_interval)}
 
 
+# kombu's broker connections have no socket timeout by default: a reply that never comes (a
+# connection to a master mid-failover, a peer gone without a FIN) blocks the worker's consumer
+# for ever, with no log line (seen once in the fault suite's Sentinel failover: the restore at
+# channel close never returned). With a timeout the read fails, the consumer reconnects and the
+# messages it held are put back. kombu's BRPOP waits 1 s (``brpop_timeout``), far below it.
+BROKER_SOCKET_OPTIONS: dict[str, Any] = {"socket_timeout": 30, "socket_connect_timeout": 5,
+                                         "socket_keepalive": True}
+
+
 def _transport_options(settings: Settings, url: str) -> dict[str, Any]:
     options: dict[str, Any] = {"visibility_timeout": settings.effective_visibility_timeout}
     if settings.celery_key_prefix:
@@ -100,7 +109,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         # instead of base64 (a third smaller, and no encode/decode per message); every message
         # says how its body is encoded, so a queue may hold both kinds.
         "broker_transport_options": {**_transport_options(settings, settings.broker_url),
-                                     **_lease_options(settings), "body_encoding": None},
+                                     **_lease_options(settings), "body_encoding": None,
+                                     **BROKER_SOCKET_OPTIONS},
         "result_backend_transport_options": _transport_options(settings, settings.result_url),
         "broker_connection_retry_on_startup": True,
         "broker_connection_retry": True,
