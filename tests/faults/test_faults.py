@@ -387,15 +387,17 @@ def test_a_full_redis_makes_workers_wait_and_producers_fail_typed(space: Any, re
     """noeviction + maxmemory: the worker waits (in-process) until memory is freed; nothing lost;
     `longparser submit` exits 4 with one line while Redis is full."""
     base, logs = space
-    server = RedisServer("full", base, logs, extra=["--maxmemory", "40mb"]).start()
+    server = RedisServer("full", base, logs, extra=["--maxmemory", "100mb"]).start()
     prefix = f"lpfault-{uuid.uuid4().hex[:6]}"
     values = base_values(server.url, prefix)
     watcher = StoreWatcher(lambda: server.client(5), lambda d: f"{prefix}:result:{d}").start()
     worker: Proc | None = None
     try:
-        worker = start_worker("full", values, logs)  # a worker starts only against a Redis with room
+        # One process and 40 documents: seconds of work, so Redis fills while tasks are still to
+        # run (two processes finished a 16-document burst before the test could fill it).
+        worker = start_worker("full", values, logs, concurrency=1)  # it starts only with room
         with Producer(Settings(**values)) as producer:
-            accepted = _submit_burst(producer, prefix, 16, watcher)
+            accepted = _submit_burst(producer, prefix, 40, watcher)
         wait_until(lambda: len(watcher.seen) >= 1, 60, what="the burst to start")
         client = server.client(5)
         previous = _make_full(client)
