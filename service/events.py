@@ -48,6 +48,12 @@ def _text(value: Any) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
+def entry_document_id(fields: dict[Any, Any]) -> str | None:
+    """The ``document_id`` of a stream entry's fields as redis-py returns them (bytes or str)."""
+    value = fields.get(b"document_id", fields.get("document_id"))
+    return None if value is None else _text(value)
+
+
 def _count(value: str) -> int | None:
     return int(value) if value else None
 

@@ -74,6 +74,8 @@ def payload_key(prefix: str, document_id: str, digest: str) -> str:
     if not is_sha256_hex(digest):
         raise ValueError(f"invalid request digest for a key: {digest!r}")
     return f"{_key(prefix, PAYLOAD_KIND, document_id)}:{digest}"
+
+
 def chunk_ids_key(prefix: str, document_id: str) -> str:
     """Key of the task id and chunk ids of a document's latest SUCCESS record."""
     return _key(prefix, CHUNK_IDS_KIND, document_id)

@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 
 from config.settings import Settings
 from schemas import ChunkResult
-from service.events import EMPTY_STREAM_ID, MAX_BLOCK_S, block_ms
+from service.events import EMPTY_STREAM_ID, MAX_BLOCK_S, block_ms, entry_document_id
 from service.keys import celery_task_meta_key, events_key, job_key, result_key
 from service.redis_client import async_redis_client, masked
 from service.retry import Waits, async_call_with_retry, is_transient
@@ -203,9 +203,7 @@ class AsyncProducer:
                 reply = await self._call("waiting for completions", partial(self._read_events, last))
                 for entry_id, fields in reply[0][1] if reply else []:
                     last = entry_id
-                    document = fields.get(b"document_id", fields.get("document_id"))
-                    name = document.decode() if isinstance(document, bytes) else document
-                    for woken in self._waiters.get(name, ()):
+                    for woken in self._waiters.get(entry_document_id(fields), ()):
                         woken.set()
         except BrokerUnavailable as exc:
             self._reader_error = exc

@@ -57,7 +57,7 @@ from config.settings import Settings, get_settings
 from schemas import ChunkRequest, ChunkResult, InputError
 from schemas.inputs import DoclingConverter, TextConverter, parse_config, parse_input
 from service.celeryconfig import celery_config
-from service.events import block_ms, last_event_id
+from service.events import block_ms, entry_document_id, last_event_id
 from service.keys import TASK_NAME, is_valid_document_id, result_key
 from service.payloads import RedisPayloads
 from service.redis_client import is_out_of_memory, masked
@@ -181,10 +181,8 @@ def events_of(reply: Any, document_id: str) -> tuple[str | None, bool]:
     entries = reply[0][1] if reply else []
     if not entries:
         return None, False
-    wanted = document_id.encode()
     newest = entries[-1][0]
-    found = any(fields.get(b"document_id", fields.get("document_id")) in (wanted, document_id)
-                for _, fields in entries)
+    found = any(entry_document_id(fields) == document_id for _, fields in entries)
     return newest.decode() if isinstance(newest, bytes) else newest, found
 
 
