@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.faults.harness import RESULTS_FILE_ENV, Report, Row, record, workspace
+from tests.faults.hostile import HostileRow
 
 FAULTS_DIR = Path(__file__).parent
 ENABLE_ENV = "LONGPARSER_FAULTS"
 _ROWS: list[str] = []
+_HOSTILE_ROWS: list[str] = []
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -66,7 +68,25 @@ def report() -> Iterator[Report]:
     _ROWS.extend(rows)
 
 
+@pytest.fixture
+def hostile_report() -> Iterator[Callable[[HostileRow], None]]:
+    """``hostile_report(row)``: print a hostile-message scenario's row now and table it at the end."""
+
+    def add(row: HostileRow) -> None:
+        print(f"\nHOSTILE TABLE ROW {row.line()}", flush=True)
+        _HOSTILE_ROWS.append(row.line())
+
+    yield add
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _HOSTILE_ROWS:
+        terminalreporter.write_line("")
+        terminalreporter.write_line("| hostile message | size | parent RSS growth | child RSS growth | "
+                                    "deliveries | record | code: notes |")
+        terminalreporter.write_line("|---|---|---|---|---|---|---|")
+        for row in _HOSTILE_ROWS:
+            terminalreporter.write_line(row)
     if _ROWS:
         terminalreporter.write_line("")
         terminalreporter.write_line("| scenario | submitted | stored | processed more than once | "
