@@ -288,7 +288,8 @@ def run_chunk_job(
     """Validate ``payload``, chunk it, store the record; returns the task's summary.
 
     Raises:
-        ChunkTaskError: bad payload / semantic mismatch / engine failure (record stored).
+        ChunkTaskError: bad payload / semantic mismatch / engine failure / a poison message
+            (:class:`PoisonMessage`: the start that reached ``LONGPARSER_MAX_STARTS``) (record stored).
         RequestRefused: the request asks for what this worker cannot serve (record stored).
         StoreUnavailable: Redis stayed away for the whole store retry window (nothing stored).
     """
@@ -308,7 +309,7 @@ def run_chunk_job(
         if referenced:
             reference = _reference_of(payload, context.settings)
             data = _read_referenced(payload["document_id"], reference, context)
-            owned = reference
+            owned = reference  # they inflated to the declared size with the declared digest
             request, raw_blocks = _prepare_referenced(payload["document_id"], data, context)
             del data  # the request's bytes are not needed while it is chunked
             blocks = len(raw_blocks)
@@ -339,7 +340,7 @@ def run_chunk_job(
         _forget_reference(context, owned, document_id)
         raise
     except StoreUnavailable:
-        raise  # reading a referenced request: left for redelivery, like a store write
+        raise  # counting the start, reading a referenced request: left for redelivery, like a store write
     except Exception as exc:  # engine bug or SoftTimeLimitExceeded: fail visibly, JSON-safe
         failed = ChunkingFailed(f"{type(exc).__name__}: {exc}")
         logger.exception("document %s: chunking failed (task %s)", document_id, task_id)
