@@ -30,8 +30,10 @@ ENCODING = "zlib"
 # Level 1: several times faster than zlib's default for a few percent more bytes; the bytes
 # live only until the worker has stored the result.
 COMPRESS_LEVEL = 1
-# Compressed bytes fed to the inflater per step (each step's output is also capped: see below).
+# Compressed bytes fed to the inflater per step, and the most one step may inflate them to
+# (zlib's max_length; the rest waits in the inflater's unconsumed tail).
 _FEED_BYTES = 16 * 1024
+_PIECE_BYTES = 1024 * 1024
 
 
 class ReferenceProblem(ValueError):
@@ -103,11 +105,11 @@ def digest_of(data: bytes) -> str:
 def decompress_checked(compressed: bytes, reference: Reference) -> bytes:
     """The request's JSON from its stored bytes, checked against the reference.
 
-    Inflated piece by piece, each piece capped at what is left of the announced size plus one
-    byte (zlib's ``max_length``): stored bytes that would inflate past the announced size stop
-    one byte over it, so a small compressed payload cannot inflate beyond what its message
-    declares (itself bounded by ``LONGPARSER_MAX_PAYLOAD_BYTES``). The pieces are joined once
-    (bytes, which the JSON parser reads without another copy).
+    Inflated piece by piece, each piece at most 1 MiB and at most what is left of the announced
+    size plus one byte (zlib's ``max_length``): stored bytes that would inflate past the
+    announced size stop one byte over it, so a small compressed payload cannot inflate beyond
+    what its message declares (itself bounded by ``LONGPARSER_MAX_PAYLOAD_BYTES``). The pieces
+    are joined once (bytes, which the JSON parser reads without another copy).
 
     Raises:
         CorruptPayload: not zlib data, truncated, or of another size or digest.
@@ -121,7 +123,7 @@ def decompress_checked(compressed: bytes, reference: Reference) -> bytes:
                 feed: bytes | memoryview = source[start:start + _FEED_BYTES]
                 while feed and not inflater.eof:
                     # max_length >= 1 here (filled <= reference.bytes); 0 would mean "no limit"
-                    piece = inflater.decompress(feed, reference.bytes + 1 - filled)
+                    piece = inflater.decompress(feed, min(_PIECE_BYTES, reference.bytes + 1 - filled))
                     filled += len(piece)
                     if filled > reference.bytes:
                         raise CorruptPayload(f"referenced bytes at {reference.key} inflate to more than "

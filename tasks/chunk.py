@@ -374,6 +374,7 @@ def store_time_limit_failure(context: WorkerContext, payload: Any, task_id: str,
     """
     document_id = raw_document_id(payload)
     if document_id is None:
+        _forget_starts(context, task_id)  # no record to delete its start count with
         return
     error = ChunkingFailed(f"TimeLimitExceeded: the hard time limit ({timeout:g} s) stopped the task; "
                            "split the document or raise LONGPARSER_HARD_TIME_LIMIT")

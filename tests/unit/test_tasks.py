@@ -521,3 +521,11 @@ def test_redis_away_when_a_task_starts_leaves_the_message_for_redelivery(
     with pytest.raises(StoreUnavailable, match="counting the start of task t-1: Redis unavailable"):
         run_chunk_job(payload(), away, task_id="t-1")
     assert store.load_record("doc-1") is None
+
+
+def test_a_hard_time_limit_without_a_readable_document_id_deletes_the_start_count(
+    context: WorkerContext, store: ResultStore  # noqa: F811
+) -> None:
+    store.count_start("t-9")
+    store_time_limit_failure(context, {**payload(), "document_id": "no spaces"}, "t-9", 360)
+    assert list(store.client.scan_iter(match=f"{store.prefix}:*")) == []  # no record, no count left
