@@ -180,6 +180,28 @@ class Settings(BaseSettings):
     # bounds any request, max_inline_bytes a request carried inside the message itself.
     reference_threshold_bytes: int = Field(default=1024 * 1024, ge=1)
     max_inline_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    # --- Poison messages (tasks/chunk.py; docs/operations.md "Guarantees"). The start of a task
+    # that reaches this count without a record stored since the message was sent (each earlier
+    # run killed its worker process) stores a FAILURE PoisonMessage instead of running; 0: off.
+    max_starts: int = Field(default=3, ge=0, le=1000)
+    # --- Consumers of completion events (service.events.EventConsumer.from_settings) connect
+    # here, as a Redis user of their own with the consumer-group commands the producer user
+    # lacks (docs/operations.md "TLS and least privilege"); unset: LONGPARSER_RESULT_URL.
+    events_url: str | None = None
+
+    @field_validator("max_starts")
+    @classmethod
+    def _starts_limit(cls, value: int) -> int:
+        if value == 1:
+            raise ValueError("must be 0 (off) or at least 2: 1 would refuse every message at its first start")
+        return value
+
+    @field_validator("events_url", mode="before")
+    @classmethod
+    def _events_url(cls, value: object) -> object:
+        if isinstance(value, str):
+            return check_redis_url(value) if value.strip() else None
+        return value
 
     @field_validator("tokenizers")
     @classmethod
@@ -273,6 +295,11 @@ class Settings(BaseSettings):
     def queue_for(self, semantic: bool) -> str:
         """The queue a request goes to (routing is the producer's job)."""
         return self.semantic_queue if semantic else self.structural_queue
+
+    @property
+    def events_consumer_url(self) -> str:
+        """The Redis URL of completion-event consumers (``events_url``, else ``result_url``)."""
+        return self.events_url or self.result_url
 
 
 def load_settings() -> Settings:

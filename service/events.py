@@ -34,7 +34,9 @@ from typing import Any
 
 import redis.exceptions
 
+from config.settings import Settings
 from service.keys import events_key
+from service.redis_client import redis_client
 
 logger = logging.getLogger(__name__)
 
@@ -110,9 +112,10 @@ class EventConsumer:
         block_s: how long one :meth:`read` waits for new entries.
         count: most entries one :meth:`read` returns.
 
-    ::
+    :meth:`from_settings` connects to ``LONGPARSER_EVENTS_URL``: consumers have a Redis user of
+    their own, with the consumer-group commands the producer user lacks (docs/operations.md)::
 
-        consumer = EventConsumer(store.client, "longparser", "indexer", socket.gethostname())
+        consumer = EventConsumer.from_settings(get_settings(), "indexer", socket.gethostname())
         consumer.create_group()
         while True:
             for event in consumer.read():
@@ -129,6 +132,18 @@ class EventConsumer:
         self._own_pending: str | None = EMPTY_STREAM_ID  # re-read own pending entries first
         self._claim_cursor = EMPTY_STREAM_ID
         self._next_claim = 0.0
+
+    @classmethod
+    def from_settings(cls, settings: Settings, group: str, name: str | None = None, **options: Any
+                      ) -> EventConsumer:
+        """A consumer on ``LONGPARSER_EVENTS_URL`` (unset: ``LONGPARSER_RESULT_URL``) under
+        ``LONGPARSER_KEY_PREFIX``; ``options``: the keyword arguments of the constructor."""
+        return cls(redis_client(settings.events_consumer_url, settings), settings.key_prefix, group, name,
+                   **options)
+
+    def close(self) -> None:
+        """Release the client's connections."""
+        self.client.close()
 
     def create_group(self, start: str = "$") -> bool:
         """Create the group (and the stream, if missing) reading from ``start`` (``$``: only

@@ -15,6 +15,9 @@ Keys (``P`` = ``LONGPARSER_KEY_PREFIX``):
   (:mod:`service.payloads`).
 * ``P:chunkids:<document_id>`` - the task id and chunk ids of the document's latest SUCCESS
   record, written with it (the next run's diff is computed against it, see :mod:`service.store`);
+* ``P:starts:<task_id>`` - how many times a pool child started the task without storing a
+  record (a message whose run kills its process), raised at each start and deleted in the write
+  that stores the record (:mod:`service.store`), with the results' TTL;
 * ``P:events`` - the completion stream: one entry per stored record (see :mod:`service.events`).
 
 Celery's own keys (queue lists named after the queues, ``unacked``, ``unacked_index``,
@@ -26,6 +29,7 @@ the hash :func:`unacked_key`: what an autoscaler or the ``longparser metrics`` g
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from schemas.requests import DOCUMENT_ID_PATTERN
@@ -35,11 +39,14 @@ RESULT_KIND = "result"
 JOB_KIND = "job"
 PAYLOAD_KIND = "payload"
 CHUNK_IDS_KIND = "chunkids"
+STARTS_KIND = "starts"
 EVENTS_SUFFIX = "events"
 CELERY_TASK_META = "celery-task-meta-"
 
 _DOCUMENT_ID = re.compile(DOCUMENT_ID_PATTERN)
 _SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
+# Task ids as Celery makes them (UUIDs) and any other id in this alphabet name their key as they are.
+_PLAIN_TASK_ID = re.compile(r"[A-Za-z0-9._@-]{1,200}")
 
 
 def is_valid_document_id(document_id: object) -> bool:
@@ -79,6 +86,19 @@ def payload_key(prefix: str, document_id: str, digest: str) -> str:
 def chunk_ids_key(prefix: str, document_id: str) -> str:
     """Key of the task id and chunk ids of a document's latest SUCCESS record."""
     return _key(prefix, CHUNK_IDS_KIND, document_id)
+
+
+def start_count_key(prefix: str, task_id: str) -> str:
+    """Key of the count of a task's starts without a stored record (poison messages).
+
+    The task id comes from the message's headers, which a producer writes: one outside the plain
+    alphabet (a ``:``, a newline, 10 KB of text) is keyed by its SHA-256 instead, so it can
+    neither reach another key nor make a large one.
+    """
+    if _PLAIN_TASK_ID.fullmatch(task_id):
+        return f"{prefix}:{STARTS_KIND}:{task_id}"
+    digest = hashlib.sha256(task_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{prefix}:{STARTS_KIND}:sha256-{digest}"
 
 
 def events_key(prefix: str) -> str:

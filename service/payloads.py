@@ -30,9 +30,10 @@ ENCODING = "zlib"
 # Level 1: several times faster than zlib's default for a few percent more bytes; the bytes
 # live only until the worker has stored the result.
 COMPRESS_LEVEL = 1
-# Compressed bytes inflated per step: zlib inflates at most about 1,000-fold, so one step of a
-# hostile payload cannot take more than about 16 MB before the size check stops it.
+# Compressed bytes fed to the inflater per step, and the most one step may inflate them to
+# (zlib's max_length; the rest waits in the inflater's unconsumed tail).
 _FEED_BYTES = 16 * 1024
+_PIECE_BYTES = 1024 * 1024
 
 
 class ReferenceProblem(ValueError):
@@ -104,9 +105,11 @@ def digest_of(data: bytes) -> str:
 def decompress_checked(compressed: bytes, reference: Reference) -> bytes:
     """The request's JSON from its stored bytes, checked against the reference.
 
-    Inflated piece by piece: stored bytes that inflate past what the message announced stop at
-    the first piece over it, so they cannot exhaust the worker's memory. The pieces are joined
-    once (bytes, which the JSON parser reads without another copy).
+    Inflated piece by piece, each piece at most 1 MiB and at most what is left of the announced
+    size plus one byte (zlib's ``max_length``): stored bytes that would inflate past the
+    announced size stop one byte over it, so a small compressed payload cannot inflate beyond
+    what its message declares (itself bounded by ``LONGPARSER_MAX_PAYLOAD_BYTES``). The pieces
+    are joined once (bytes, which the JSON parser reads without another copy).
 
     Raises:
         CorruptPayload: not zlib data, truncated, or of another size or digest.
@@ -117,12 +120,16 @@ def decompress_checked(compressed: bytes, reference: Reference) -> bytes:
     with memoryview(compressed) as source:
         try:
             for start in range(0, len(source), _FEED_BYTES):
-                piece = inflater.decompress(source[start:start + _FEED_BYTES])
-                filled += len(piece)
-                if filled > reference.bytes:
-                    raise CorruptPayload(f"referenced bytes at {reference.key} inflate to more than the "
-                                         f"{reference.bytes} announced")
-                pieces.append(piece)
+                feed: bytes | memoryview = source[start:start + _FEED_BYTES]
+                while feed and not inflater.eof:
+                    # max_length >= 1 here (filled <= reference.bytes); 0 would mean "no limit"
+                    piece = inflater.decompress(feed, min(_PIECE_BYTES, reference.bytes + 1 - filled))
+                    filled += len(piece)
+                    if filled > reference.bytes:
+                        raise CorruptPayload(f"referenced bytes at {reference.key} inflate to more than "
+                                             f"the {reference.bytes} announced")
+                    pieces.append(piece)
+                    feed = inflater.unconsumed_tail
         except zlib.error as exc:
             raise CorruptPayload(f"referenced bytes at {reference.key} are not zlib data ({exc})") from None
     if filled != reference.bytes or not inflater.eof:

@@ -10,7 +10,9 @@ Every record is written atomically with its completion event (``XADD P:events MA
 fields in :func:`event_fields`): a FAILURE record in one MULTI/EXEC with its XADD, a SUCCESS
 record in one Lua script (see below). A consumer of the stream never hears of a record that is
 not stored, and a stored record always has its event (the stream is capped, so an old event may
-be trimmed away; ``status`` is the reconciliation path).
+be trimmed away; ``status`` is the reconciliation path). The same write deletes the task's start
+count (``P:starts:<task_id>``, :meth:`ResultStore.count_start`): a message whose runs kill their
+worker process is counted until a record is stored, and refused as ``PoisonMessage`` at the limit.
 
 Re-ingestion diff: a SUCCESS record carries ``diff``, its chunk ids against the previous SUCCESS
 record of the same document id (``previous_task_id``, ``added``, ``removed``, ``unchanged``), or
@@ -44,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from config.settings import Settings
-from service.keys import chunk_ids_key, events_key, job_key, result_key
+from service.keys import chunk_ids_key, events_key, job_key, result_key, start_count_key
 from service.redis_client import redis_client
 
 RECORD_VERSION = 1
@@ -55,7 +57,8 @@ STORE_CONFLICTS = 100  # concurrent stores of one document in a row before givin
 TOKEN_CHARS = 32  # the chunk-id side key's value: a fresh random token, then its JSON
 
 # The SUCCESS write, atomic: the record, the new chunk-id side key and the completion event, only
-# if the side key still starts with the token the diff was computed against ("" = no key). A
+# if the side key still starts with the token the diff was computed against ("" = no key), and the
+# task's start count (KEYS[4], when the run has a task id) removed with them. A
 # script rather than WATCH + MULTI/EXEC: one command, so an outage or a Sentinel failover is the
 # plain transient error of one write (redis-py reports a connection lost under WATCH as a
 # conflict), and GETRANGE compares 32 bytes instead of the whole previous value.
@@ -64,6 +67,7 @@ if redis.call('GETRANGE', KEYS[2], 0, 31) ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[4])
 redis.call('SET', KEYS[2], ARGV[3], 'EX', ARGV[4])
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', unpack(ARGV, 6))
+if KEYS[4] then redis.call('DEL', KEYS[4]) end
 return 1
 """
 
@@ -189,10 +193,26 @@ class ResultStore:
     def _add_event(self, pipe: Any, fields: dict[str, str]) -> None:
         pipe.xadd(self.events_key, fields, maxlen=self.events_maxlen, approximate=True)
 
+    def _starts_key(self, task_id: str) -> str:
+        return start_count_key(self.prefix, task_id)
+
+    def count_start(self, task_id: str) -> int:
+        """Count one more start of a task (INCRBY 1, with the results' TTL, in one MULTI/EXEC);
+        returns the starts counted since the task last stored a record (this one included)."""
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.incr(self._starts_key(task_id))
+            pipe.expire(self._starts_key(task_id), self.ttl)
+            starts, _ = pipe.execute()
+        return int(starts)
+
+    def forget_starts(self, task_id: str) -> None:
+        """Delete a task's start count when it ends without a record to store it with."""
+        self.client.delete(self._starts_key(task_id))
+
     def save_record(self, record: dict) -> str:
         """Write a record (a FAILURE record, as the worker uses it) and its completion event in
-        one MULTI/EXEC; returns the key. It does not touch the chunk-id side key: the next
-        SUCCESS diffs against the last SUCCESS."""
+        one MULTI/EXEC, deleting the task's start count; returns the key. It does not touch the
+        chunk-id side key: the next SUCCESS diffs against the last SUCCESS."""
         document_id = record["document_id"]
         key = result_key(self.prefix, document_id)
         result, error = record.get("result"), record.get("error")
@@ -202,13 +222,16 @@ class ResultStore:
         with self.client.pipeline(transaction=True) as pipe:
             pipe.set(key, compact_json(record), ex=self.ttl)
             self._add_event(pipe, fields)
+            if record.get("task_id") is not None:
+                pipe.delete(self._starts_key(record["task_id"]))
             pipe.execute()
         return key
 
     def save_success(self, document_id: str, task_id: str | None, result_json: str | bytes,
                      chunk_ids: Sequence[str], request_sha256: str | None = None) -> str:
         """Write a SUCCESS record around ``result_json`` with its diff, the chunk-id side key and
-        the completion event, atomically (see the module doc); returns the record's key."""
+        the completion event, atomically, deleting the task's start count (see the module doc);
+        returns the record's key."""
         key, ids_key = result_key(self.prefix, document_id), chunk_ids_key(self.prefix, document_id)
         encoding = None
         size = len(result_json) if isinstance(result_json, bytes) else \
@@ -216,6 +239,7 @@ class ResultStore:
         if size > self.compress_bytes:
             result_json, encoding = compress_result(result_json), COMPRESSED
         ids_value = compact_json({"task_id": task_id, "chunk_ids": list(chunk_ids)})
+        keys = [key, ids_key, self.events_key, *([] if task_id is None else [self._starts_key(task_id)])]
 
         for _ in range(STORE_CONFLICTS):
             raw = self.client.get(ids_key)
@@ -224,7 +248,7 @@ class ResultStore:
             diff = chunk_diff(previous, chunk_ids)
             record = success_record_json(document_id, task_id, result_json, diff, encoding, request_sha256)
             event = event_fields(key, document_id, "SUCCESS", task_id, len(chunk_ids), diff, None)
-            stored = self._store_success(keys=[key, ids_key, self.events_key],
+            stored = self._store_success(keys=keys,
                                          args=[token, record, uuid.uuid4().hex + ids_value, self.ttl,
                                                self.events_maxlen, *_flat(event)], client=self.client)
             if stored:

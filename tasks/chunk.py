@@ -15,6 +15,11 @@ Failure policy:
   retried in this process for up to ``LONGPARSER_STORE_RETRY_WINDOW`` seconds; past it the
   message is rejected *with* requeue (and, while Redis is still away, stays unacknowledged for
   :mod:`worker.restore` to put back): never dropped, never acknowledged without a record;
+* a message whose runs keep killing their worker process (a pool child killed by the OOM killer
+  or a signal is requeued, ``reject_on_worker_lost``) is counted at each start in Redis
+  (``P:starts:<task_id>``, deleted with the record): the start that reaches
+  ``LONGPARSER_MAX_STARTS`` stores a FAILURE :class:`~tasks.errors.PoisonMessage` instead of
+  running it, and the message is acknowledged;
 * anything else (an engine bug, the soft time limit) stores a FAILURE record and fails as a
   :class:`~tasks.errors.ChunkingFailed` whose message names the original error (an arbitrary
   exception class may not survive the JSON result backend); the hard time limit stores its
@@ -24,7 +29,6 @@ Failure policy:
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -53,6 +57,7 @@ from tasks.errors import (
     ChunkingFailed,
     ChunkTaskError,
     InvalidPayload,
+    PoisonMessage,
     ReferenceCorrupt,
     ReferenceMissing,
     RequestRefused,
@@ -144,6 +149,41 @@ def _store_failure(context: WorkerContext, document_id: str | None, task_id: str
     _write(context, f"storing the failure of {document_id}", lambda: context.store.save_record(record))
 
 
+def _forget_starts(context: WorkerContext, task_id: str | None) -> None:
+    """The start count of a run that ends without storing a record (no readable document id, or
+    its request's result already stored), deleted best effort (left behind, it expires with
+    LONGPARSER_RESULT_TTL); a stored record deletes it in the same write."""
+    if task_id is None:
+        return
+    try:
+        context.store.forget_starts(task_id)
+    except Exception as exc:
+        logger.warning("task %s: its start count was not deleted (%s); it expires with LONGPARSER_RESULT_TTL",
+                       task_id, exc)
+
+
+def _refuse(context: WorkerContext, document_id: str | None, task_id: str | None, error: Exception) -> None:
+    """Store a refused run's FAILURE record (under a readable document id), or end without one."""
+    _store_failure(context, document_id, task_id, error)
+    if document_id is None:
+        _forget_starts(context, task_id)
+
+
+def _count_start(context: WorkerContext, task_id: str | None) -> None:
+    """Count this start of the task; at ``LONGPARSER_MAX_STARTS`` starts without a stored record
+    (the earlier runs died with their process, or could not store for a whole retry window),
+    raise :class:`PoisonMessage` instead of running it again."""
+    limit = context.settings.max_starts
+    if not limit or task_id is None:
+        return
+    starts = _write(context, f"counting the start of task {task_id}",
+                    lambda: context.store.count_start(task_id))
+    if starts >= limit:
+        raise PoisonMessage(f"task {task_id} was started {starts} times without storing a record (the "
+                            f"earlier runs died with their worker process); refused instead of run again "
+                            f"(LONGPARSER_MAX_STARTS={limit})")
+
+
 def _payloads(context: WorkerContext) -> RedisPayloads:
     """The referenced requests' store: the result store's Redis, prefix and TTL."""
     return RedisPayloads(context.store.client, context.store.prefix, context.store.ttl)
@@ -180,19 +220,22 @@ def _reference_of(payload: dict[str, Any], settings: Settings) -> Reference:
     return reference
 
 
-def _prepare_referenced(document_id: str, reference: Reference, context: WorkerContext
-                        ) -> tuple[ChunkRequest, list[Any]]:
-    """A request sent by reference: read, checked (size, digest); its envelope validated here,
-    its blocks (decoded dicts) left to the engine, which validates each as it reads it."""
+def _read_referenced(document_id: str, reference: Reference, context: WorkerContext) -> bytes:
+    """A request sent by reference: its JSON, read and checked (size, digest)."""
     try:
-        data = _write(context, f"reading the request of {document_id}",
+        return _write(context, f"reading the request of {document_id}",
                       lambda: _payloads(context).get(reference))
     except MissingPayload as exc:
         raise ReferenceMissing(str(exc)) from None
     except CorruptPayload as exc:
         raise ReferenceCorrupt(str(exc)) from None
+
+
+def _prepare_referenced(document_id: str, data: bytes, context: WorkerContext
+                        ) -> tuple[ChunkRequest, list[Any]]:
+    """A referenced request's JSON as its envelope, validated here, and its blocks (decoded
+    dicts) left to the engine, which validates each as it reads it."""
     request, blocks = split_request(data)
-    del data  # the request's bytes are not needed while it is chunked
     if request.document_id != document_id:
         raise ReferenceCorrupt(f"referenced request is document {request.document_id!r}, "
                                f"not the message's {document_id!r}")
@@ -218,7 +261,13 @@ def _stored_same_request(context: WorkerContext, document_id: str, reference: Re
 
 def _forget_reference(context: WorkerContext, reference: Reference | None, document_id: str | None) -> None:
     """Delete a referenced request's bytes once its document's record is stored (best effort:
-    left behind, they expire with the result's TTL)."""
+    left behind, they expire with the result's TTL).
+
+    ``reference``: only the reference of the run that owns the bytes - it read them and they
+    matched everything its message declares (key, size, digest). A message that names another
+    document's bytes with a wrong size or digest is refused without deleting them, so their own
+    message still finds them.
+    """
     if reference is None:
         return
     try:
@@ -239,7 +288,8 @@ def run_chunk_job(
     """Validate ``payload``, chunk it, store the record; returns the task's summary.
 
     Raises:
-        ChunkTaskError: bad payload / semantic mismatch / engine failure (record stored).
+        ChunkTaskError: bad payload / semantic mismatch / engine failure / a poison message
+            (:class:`PoisonMessage`: the start that reached ``LONGPARSER_MAX_STARTS``) (record stored).
         RequestRefused: the request asks for what this worker cannot serve (record stored).
         StoreUnavailable: Redis stayed away for the whole store retry window (nothing stored).
     """
@@ -253,10 +303,15 @@ def run_chunk_job(
         logger.warning("document %s: redelivered task %s (redeliveries in this process: %d)",
                        document_id, task_id, context.counters.redelivered)
     reference: Reference | None = None
+    owned: Reference | None = None  # set once the referenced bytes matched the message: ours to delete
     try:
+        _count_start(context, task_id)
         if referenced:
             reference = _reference_of(payload, context.settings)
-            request, raw_blocks = _prepare_referenced(payload["document_id"], reference, context)
+            data = _read_referenced(payload["document_id"], reference, context)
+            owned = reference  # they inflated to the declared size with the declared digest
+            request, raw_blocks = _prepare_referenced(payload["document_id"], data, context)
+            del data  # the request's bytes are not needed while it is chunked
             blocks = len(raw_blocks)
             if blocks < context.settings.progress_min_blocks:
                 report = _no_report
@@ -274,22 +329,23 @@ def run_chunk_job(
             logger.warning("document %s: task %s found its referenced request gone and the same "
                            "request's result stored (task %s); nothing to do",
                            document_id, task_id, done.get("task_id"))
+            _forget_starts(context, task_id)
             return {"document_id": document_id, "status": "SUCCESS", "blocks": None, "chunks": None,
                     "duration_ms": round((time.perf_counter() - started) * 1000, 1),
                     "result_key": None, "already_stored": True}
-        _store_failure(context, document_id, task_id, exc)
+        _refuse(context, document_id, task_id, exc)
         raise
     except (ChunkTaskError, RequestRefused) as exc:
-        _store_failure(context, document_id, task_id, exc)
-        _forget_reference(context, reference, document_id)
+        _refuse(context, document_id, task_id, exc)
+        _forget_reference(context, owned, document_id)
         raise
     except StoreUnavailable:
-        raise  # reading a referenced request: left for redelivery, like a store write
+        raise  # counting the start, reading a referenced request: left for redelivery, like a store write
     except Exception as exc:  # engine bug or SoftTimeLimitExceeded: fail visibly, JSON-safe
         failed = ChunkingFailed(f"{type(exc).__name__}: {exc}")
         logger.exception("document %s: chunking failed (task %s)", document_id, task_id)
-        _store_failure(context, document_id, task_id, failed)
-        _forget_reference(context, reference, document_id)
+        _refuse(context, document_id, task_id, failed)
+        _forget_reference(context, owned, document_id)
         raise failed from exc
     chunks = len(result.chunks)
     report("storing", {"document_id": request.document_id, "blocks": blocks, "chunks": chunks})
@@ -301,7 +357,7 @@ def run_chunk_job(
     key = _write(context, f"storing {request.document_id}",
                  lambda: context.store.save_success(request.document_id, task_id, result_json, chunk_ids,
                                                     request_sha256=reference.sha256 if reference else None))
-    _forget_reference(context, reference, request.document_id)
+    _forget_reference(context, owned, request.document_id)
     duration_ms = round((time.perf_counter() - started) * 1000, 1)
     logger.info("chunked document %s: %d blocks -> %d chunks in %.1f ms (task %s)",
                 request.document_id, blocks, chunks, duration_ms, task_id)
@@ -310,18 +366,21 @@ def run_chunk_job(
 
 
 def store_time_limit_failure(context: WorkerContext, payload: Any, task_id: str, timeout: float) -> None:
-    """The FAILURE record of a task the hard time limit killed (worker parent, short window)."""
+    """The FAILURE record of a task the hard time limit killed (worker parent, short window).
+
+    A referenced request's bytes are left to expire with LONGPARSER_RESULT_TTL: the parent cannot
+    tell whether the killed run read them and found them to be what its message declared (only
+    the run that owns them deletes them), and a resubmission of the same request rewrites them.
+    """
     document_id = raw_document_id(payload)
     if document_id is None:
+        _forget_starts(context, task_id)  # no record to delete its start count with
         return
     error = ChunkingFailed(f"TimeLimitExceeded: the hard time limit ({timeout:g} s) stopped the task; "
                            "split the document or raise LONGPARSER_HARD_TIME_LIMIT")
     record = failure_record(document_id, task_id, type(error).__name__, str(error))
     call_with_retry(lambda: context.store.save_record(record), window=PARENT_STORE_WINDOW_S,
                     what=f"storing the time-limit failure of {document_id}", waits=context.waits)
-    if is_reference_message(payload):
-        with contextlib.suppress(ChunkTaskError):
-            _forget_reference(context, _reference_of(payload, context.settings), document_id)
 
 
 class TimeLimitAwareRequest(Request):

@@ -11,8 +11,8 @@ from schemas.errors import RequestRefused
 
 __all__ = [
     "BrokerUnavailable", "ChunkTaskError", "ChunkingFailed", "InvalidPayload", "JobFailed", "JobNotFound",
-    "PayloadTooLarge", "ReferenceCorrupt", "ReferenceMissing", "RequestRefused", "ResultTimeout",
-    "SemanticUnavailable", "StoreFull", "StoreUnavailable",
+    "PayloadTooLarge", "PoisonMessage", "ReferenceCorrupt", "ReferenceMissing", "RequestRefused",
+    "ResultTimeout", "SemanticUnavailable", "StoreFull", "StoreUnavailable",
 ]
 
 class ChunkTaskError(Exception):
@@ -44,6 +44,11 @@ class SemanticUnavailable(ChunkTaskError):
 
 class ChunkingFailed(ChunkTaskError):
     """The engine (or the time limit) stopped a valid request; the message names the cause."""
+
+
+class PoisonMessage(ChunkTaskError):
+    """A message a worker process started ``LONGPARSER_MAX_STARTS`` times without storing a
+    record (its runs killed their process): refused instead of run again."""
 
 
 class StoreUnavailable(RuntimeError):

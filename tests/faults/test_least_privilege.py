@@ -1,14 +1,18 @@
-"""Least privilege on Redis: the fleet over TLS only, workers and producers as the ACL users of
-docs/operations.md (the two ``user`` lines are read from that page, so the page is what is tested).
+"""Least privilege on Redis: the fleet over TLS only, workers, producers and consumers of completion
+events as the ACL users of docs/operations.md (the three ``user`` lines are read from that page, so
+the page is what is tested).
 
 One scenario, with production flags (events, heartbeats, mingle, gossip): a TLS-only
 redis-server (certificates made here with ``openssl``), two workers, a burst submitted by a
 producer process, a bad payload (a FAILURE record and Celery's failure state), a warm shutdown
 of one worker mid-burst (kombu puts back what it held), ``longparser submit --wait`` and
-``celery inspect ping`` (the compose healthcheck) with the users' URLs. Every document ends
-stored; ``ACL LOG`` shows no refusal but the worker's ``CONFIG GET`` (its start-up check warns);
-then the producer's reads and deletes outside its keys, and both users' FLUSHALL, KEYS and
-CONFIG SET, are refused with NOPERM.
+``celery inspect ping`` (the compose healthcheck) with the users' URLs, and the completion events
+consumed through a consumer group by the events user (``LONGPARSER_EVENTS_URL``). Every document
+ends stored; ``ACL LOG`` shows no refusal but the worker's ``CONFIG GET`` (its start-up check
+warns); then the producer's reads and deletes outside its keys, its consumer-group commands
+(it may neither read through another service's group nor acknowledge its entries: Redis ACLs
+cannot restrict a user to one group), and every user's FLUSHALL, KEYS and CONFIG SET, are refused
+with NOPERM.
 """
 
 from __future__ import annotations
@@ -50,7 +54,9 @@ from tests.faults.harness import (
 
 OPERATIONS = REPO_ROOT / "docs" / "operations.md"
 KEY_PREFIX, CELERY_PREFIX = "longparser", "lpcelery:"  # the names the documented rules are written for
-USERS = ("longparser-worker", "longparser-producer", "default")
+USERS = ("longparser-worker", "longparser-producer", "longparser-events", "default")
+DOCUMENTED_PASSWORDS = {"longparser-worker": ">WORKER_PASSWORD", "longparser-producer": ">PRODUCER_PASSWORD",
+                        "longparser-events": ">EVENTS_PASSWORD"}
 PASSWORDS = {user: f"{user}-{uuid.uuid4().hex}" for user in USERS}
 BURST, BLOCKS = 24, 2000
 LONGPARSER = str(Path(sys.executable).with_name("longparser"))
@@ -61,8 +67,14 @@ def documented_users() -> dict[str, str]:
     block = re.search(r"```acl\n(.*?)```", OPERATIONS.read_text(), re.DOTALL)
     assert block, "docs/operations.md has no ```acl block"
     users = {line.split()[1]: line for line in block[1].splitlines() if line.startswith("user ")}
-    assert set(users) == {"longparser-worker", "longparser-producer"}
+    assert set(users) == set(DOCUMENTED_PASSWORDS)
     return users
+
+
+def acl_lines(passwords: dict[str, str]) -> list[str]:
+    """The documented ``user`` lines with ``passwords`` (by user name) in place of the placeholders."""
+    return [line.replace(DOCUMENTED_PASSWORDS[user], ">" + passwords[user])
+            for user, line in documented_users().items()]
 
 
 @dataclass(frozen=True)
@@ -163,12 +175,8 @@ def _refused(call: Any) -> bool:
 
 def test_the_fleet_runs_over_tls_with_least_privilege_users(space: Any, report: Report) -> None:
     base, logs = space
-    users = documented_users()
     acl_file = base / "users.acl"
-    lines = [f"user default on >{PASSWORDS['default']} ~* &* +@all"]
-    for line in users.values():
-        lines.append(line.replace(">WORKER_PASSWORD", ">" + PASSWORDS["longparser-worker"])
-                     .replace(">PRODUCER_PASSWORD", ">" + PASSWORDS["longparser-producer"]))
+    lines = [f"user default on >{PASSWORDS['default']} ~* &* +@all", *acl_lines(PASSWORDS)]
     acl_file.write_text("\n".join(lines) + "\n")
     server = TLSRedis(base, logs, make_certificates(base), acl_file).start()
     admin = server.client()
@@ -224,20 +232,39 @@ def test_the_fleet_runs_over_tls_with_least_privilege_users(space: Any, report: 
         assert ping.returncode == 0 and "pong" in ping.stdout, ping.stdout + ping.stderr
 
         assert events_missing(admin, KEY_PREFIX, [*accepted, bad]) == []  # each record has its event
-        # An upload service consumes the completion stream as the producer user: a consumer group
-        # from the start of the stream, every stored document's event, acknowledged.
-        consumer = EventConsumer(server.client(user="longparser-producer"), KEY_PREFIX, "acl-test", "c1",
-                                 block_s=0.5, count=1000)
+        # An upload service consumes the completion stream as the events user (LONGPARSER_EVENTS_URL):
+        # a consumer group from the start of the stream, every stored document's event; pending
+        # until acknowledged.
+        events_settings = Settings(**producer_values, events_url=server.url("longparser-events"))
+        consumer = EventConsumer.from_settings(events_settings, "acl-test", "c1", block_s=0.5, count=1000)
         consumer.create_group(start="0")
         consumed = consumer.read()
         assert {e.document_id for e in consumed} >= {*accepted, bad}
-        consumer.ack(*[e.id for e in consumed])
-        assert admin.xpending(f"{KEY_PREFIX}:events", "acl-test")["pending"] == 0
+        events = f"{KEY_PREFIX}:events"
+        pending = admin.xpending(events, "acl-test")["pending"]
+        assert pending == len(consumed)
 
         refusals = acl_refusals(admin)
         assert refusals == {("longparser-worker", "command", "config|get")}, refusals
 
+        # The producer user waits on the stream (submit --wait above: XREVRANGE, XREAD) but can
+        # neither read through the service's group nor acknowledge its pending entries.
         producer_client = server.client(user="longparser-producer")
+        assert producer_client.xrevrange(events, count=1) and producer_client.xread({events: "0-0"}, count=1)
+        assert _refused(lambda: producer_client.xreadgroup("acl-test", "thief", {events: ">"}, count=10))
+        assert _refused(lambda: producer_client.xreadgroup("acl-test", "c1", {events: "0"}, count=10))
+        assert _refused(lambda: producer_client.xack(events, "acl-test", consumed[0].id))
+        assert _refused(lambda: producer_client.xgroup_create(events, "thieves", id="0"))
+        assert _refused(lambda: producer_client.xautoclaim(events, "acl-test", "thief", 0))
+        assert admin.xpending(events, "acl-test")["pending"] == pending  # nothing taken, nothing acked
+        consumer.ack(*[e.id for e in consumed])
+        assert admin.xpending(events, "acl-test")["pending"] == 0
+        events_client = server.client(user="longparser-events")  # groups, not the stream's contents
+        assert _refused(lambda: events_client.xadd(events, {"document_id": "forged"}))
+        assert _refused(lambda: events_client.delete(events))
+        assert _refused(lambda: events_client.xgroup_destroy(events, "acl-test"))
+        consumer.close()
+
         other = f"otherapp:{uuid.uuid4().hex}"
         admin.set(other, "secret")
         result = f"{KEY_PREFIX}:result:{accepted[0]}"
@@ -246,12 +273,12 @@ def test_the_fleet_runs_over_tls_with_least_privilege_users(space: Any, report: 
         assert _refused(lambda: producer_client.delete(other))
         assert _refused(lambda: producer_client.delete(result))
         assert _refused(lambda: producer_client.set(result, "forged"))
-        events = f"{KEY_PREFIX}:events"  # the producer reads and consumes events, never writes them
+        # the producer reads events, never writes them
         assert _refused(lambda: producer_client.xadd(events, {"document_id": "forged"}))
         assert _refused(lambda: producer_client.set(events, "forged"))
         assert _refused(lambda: producer_client.delete(events))
         worker_client = server.client(user="longparser-worker")
-        for client in (producer_client, worker_client):
+        for client in (producer_client, worker_client, events_client):
             assert _refused(client.flushall)
             assert _refused(lambda c=client: c.keys("*"))
             assert _refused(lambda c=client: c.config_set("maxmemory", "1"))
@@ -264,8 +291,9 @@ def test_the_fleet_runs_over_tls_with_least_privilege_users(space: Any, report: 
                    len(accepted) + 1, len([d for d in [*accepted, bad] if d in watcher.seen]),
                    sum(1 for d in accepted if runs[d] > 1), None,
                    "ACL LOG: only the worker's CONFIG GET; the producer's GET/DEL of another prefix, DEL/SET "
-                   "of a result, XADD/SET/DEL of the event stream, FLUSHALL/KEYS/CONFIG SET refused; every "
-                   "record's event consumed and acked as the producer; submit --wait, inspect ping ok; "
+                   "of a result, XADD/SET/DEL of the event stream, XREADGROUP/XACK/XGROUP CREATE/XAUTOCLAIM, "
+                   "FLUSHALL/KEYS/CONFIG SET refused; every record's event consumed and acked as the events "
+                   "user; submit --wait, inspect ping ok; "
                    f"the stopped worker put back {put_back} message(s)"))
     finally:
         watcher.stop()

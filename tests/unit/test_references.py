@@ -209,7 +209,7 @@ def test_a_missing_reference_stores_a_failure_that_says_so(
     assert "expired after LONGPARSER_RESULT_TTL, or already consumed" in record["error"]["message"]
 
 
-def test_a_corrupt_reference_stores_a_failure_and_is_deleted(
+def test_corrupt_bytes_store_a_failure_and_are_left_to_expire(
     context: WorkerContext, store: ResultStore  # noqa: F811
 ) -> None:
     message = _stored(store, "big-1", _big())
@@ -218,14 +218,33 @@ def test_a_corrupt_reference_stores_a_failure_and_is_deleted(
         run_chunk_job(message, context, task_id="t-1")
     record = store.load_record("big-1")
     assert (record["status"], record["error"]["type"]) == ("FAILURE", "ReferenceCorrupt")
-    assert _payload_keys(store) == []
+    assert _payload_keys(store) == [message["reference"]["key"].encode()]  # not ours: they expire
 
 
-def test_a_reference_to_another_document_is_corrupt(context: WorkerContext, store: ResultStore) -> None:  # noqa: F811
+@pytest.mark.parametrize("declared", [{"bytes": 10}, {"bytes": 10**6}, {"sha256": "a" * 64}],
+                         ids=["smaller", "larger", "digest"])
+def test_a_message_naming_another_documents_bytes_wrongly_leaves_them_to_their_own(
+    context: WorkerContext, store: ResultStore, declared: dict[str, Any]  # noqa: F811
+) -> None:
+    victim = _stored(store, "big-1", _big())
+    forged = {"document_id": "big-1", "reference": {**victim["reference"], **declared}}
+    if "sha256" in declared:  # the key names the digest: a forged digest names its own key
+        forged["reference"]["key"] = payload_key(store.prefix, "big-1", declared["sha256"])
+    with pytest.raises((ReferenceCorrupt, ReferenceMissing)):
+        run_chunk_job(forged, context, task_id="t-forged")
+    assert _payload_keys(store) == [victim["reference"]["key"].encode()]
+    assert run_chunk_job(victim, context, task_id="t-1")["status"] == "SUCCESS"  # the real message
+    assert store.load_record("big-1")["status"] == "SUCCESS" and _payload_keys(store) == []
+
+
+def test_a_reference_to_another_document_is_corrupt_and_its_bytes_deleted(
+    context: WorkerContext, store: ResultStore  # noqa: F811
+) -> None:
     data = _encoded(_big("other"))
     reference = RedisPayloads(store.client, store.prefix, store.ttl).put("big-1", data)
     with pytest.raises(ReferenceCorrupt, match="referenced request is document 'other'"):
         run_chunk_job(reference.as_message("big-1"), context, task_id="t-1")
+    assert _payload_keys(store) == []  # they matched everything the message declared: its own
 
 
 def test_an_invalid_referenced_request_is_named_like_an_inline_one(
@@ -308,13 +327,15 @@ def test_redis_away_while_reading_leaves_the_message_for_redelivery(
     assert _payload_keys(store) == []
 
 
-def test_the_hard_time_limit_failure_deletes_the_reference(
+def test_the_hard_time_limit_failure_leaves_the_reference_to_expire(
     context: WorkerContext, store: ResultStore  # noqa: F811
 ) -> None:
     message = _stored(store, "big-1", _big())
     store_time_limit_failure(context, message, "t-9", 360)
     assert store.load_record("big-1")["status"] == "FAILURE"
-    assert _payload_keys(store) == []
+    # the parent cannot tell whether the killed run had checked the bytes: they expire
+    assert _payload_keys(store) == [message["reference"]["key"].encode()]
+    assert 0 < store.client.ttl(message["reference"]["key"]) <= store.ttl
 
 
 def test_a_referenced_request_splits_into_its_envelope_and_its_raw_blocks() -> None:
@@ -329,3 +350,20 @@ def test_a_referenced_request_splits_into_its_envelope_and_its_raw_blocks() -> N
     # a request without a block list is validated whole, as an inline one would be
     with pytest.raises(InvalidPayload, match="payload must be a JSON object"):
         split_request(b"[1, 2]")
+
+
+def test_inflating_stops_at_the_declared_size() -> None:
+    """A small compressed payload (500 KB of zlib, 500 MiB of zeros) inflates no further than the
+    size its message declares (plus one byte): the memory it takes is bounded by that size."""
+    import tracemalloc
+
+    bomb = zlib.compress(b"\0" * (500 * 1024 * 1024), 9)
+    tracemalloc.start()
+    try:
+        for declared in (1000, 4 * 1024 * 1024):
+            tracemalloc.reset_peak()
+            with pytest.raises(CorruptPayload, match=f"inflate to more than the {declared} announced"):
+                decompress_checked(bomb, Reference("k", "0" * 64, declared))
+            assert tracemalloc.get_traced_memory()[1] < declared + 2 * 1024 * 1024
+    finally:
+        tracemalloc.stop()

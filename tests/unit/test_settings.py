@@ -347,3 +347,20 @@ def test_a_bad_url_stops_every_entry_point_with_one_line(entry_point: str, url: 
     assert len(lines) == 1, done.stderr
     assert "result_url (LONGPARSER_RESULT_URL=" in lines[0]
     assert done.stdout == ""
+
+
+def test_the_start_limit_is_0_or_at_least_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Settings().max_starts == 3
+    monkeypatch.setenv("LONGPARSER_MAX_STARTS", "1")
+    with pytest.raises(SettingsError, match=r"^max_starts \(LONGPARSER_MAX_STARTS='1'\): must be 0 \(off\)"):
+        get_settings()
+
+
+def test_the_event_consumers_url_defaults_to_the_result_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LONGPARSER_RESULT_URL", "redis://store:6379/2")
+    assert Settings().events_consumer_url == "redis://store:6379/2"
+    monkeypatch.setenv("LONGPARSER_EVENTS_URL", "rediss://longparser-events:pw@store:6380/2")
+    assert Settings().events_consumer_url == "rediss://longparser-events:pw@store:6380/2"
+    monkeypatch.setenv("LONGPARSER_EVENTS_URL", "store:6379")
+    with pytest.raises(SettingsError, match=r"^events_url \(LONGPARSER_EVENTS_URL='store:6379'\): not a URL"):
+        get_settings()

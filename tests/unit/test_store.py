@@ -12,7 +12,7 @@ from typing import Any
 import fakeredis
 import pytest
 
-from service.keys import chunk_ids_key, events_key, result_key
+from service.keys import chunk_ids_key, events_key, result_key, start_count_key
 from service.store import COMPRESSED, ResultStore, decode_record, failure_record
 
 PREFIX = "lp-store-test"
@@ -60,14 +60,38 @@ def _events(store: ResultStore) -> list[dict[str, str]]:
 
 
 def test_each_record_and_its_event_are_one_atomic_write() -> None:
-    """SUCCESS: one script call (record, side key, event); FAILURE: one MULTI/EXEC (record, event)."""
+    """SUCCESS: one script call (record, side key, event, the task's start count deleted);
+    FAILURE: one MULTI/EXEC (record, event, start count deleted)."""
     client = CountingClient()
     store = ResultStore(client, PREFIX, 60)
     store.save_success("doc-1", "t-1", _result(["a", "b"]), ["a", "b"])
     store.save_record(failure_record("doc-1", "t-2", "InvalidPayload", "bad"))
+    store.save_success("doc-1", None, _result(["a", "b"]), ["a", "b"])  # no task id: no count to delete
     assert client.transactions == [
-        ["EVALSHA", result_key(PREFIX, "doc-1"), chunk_ids_key(PREFIX, "doc-1"), events_key(PREFIX)],
-        ["SET", "XADD"]]
+        ["EVALSHA", result_key(PREFIX, "doc-1"), chunk_ids_key(PREFIX, "doc-1"), events_key(PREFIX),
+         start_count_key(PREFIX, "t-1")],
+        ["SET", "XADD", "DEL"],
+        ["EVALSHA", result_key(PREFIX, "doc-1"), chunk_ids_key(PREFIX, "doc-1"), events_key(PREFIX)]]
+
+
+def test_a_tasks_start_count_lives_until_its_record_is_stored(store: ResultStore) -> None:
+    assert [store.count_start("t-1") for _ in range(3)] == [1, 2, 3]
+    assert 0 < store.client.ttl(start_count_key(PREFIX, "t-1")) <= 60  # the results' TTL
+    assert store.count_start("t-2") == 1  # per task id
+    store.save_success("doc-1", "t-1", _result(["a"]), ["a"])
+    store.save_record(failure_record("doc-2", "t-2", "InvalidPayload", "bad"))
+    assert store.client.exists(start_count_key(PREFIX, "t-1"), start_count_key(PREFIX, "t-2")) == 0
+    assert store.count_start("t-1") == 1  # counted afresh
+    store.forget_starts("t-1")
+    assert not store.client.exists(start_count_key(PREFIX, "t-1"))
+
+
+def test_a_task_id_outside_the_plain_alphabet_is_keyed_by_its_digest() -> None:
+    assert start_count_key("p", "0b6e3f7c-1b0a-4c4e-9a57-5d1f3c1e2a10") == \
+        "p:starts:0b6e3f7c-1b0a-4c4e-9a57-5d1f3c1e2a10"
+    for hostile in ("a:result:b", "t\n", "x" * 10_000, ""):
+        key = start_count_key("p", hostile)
+        assert key.startswith("p:starts:sha256-") and len(key) == len("p:starts:sha256-") + 64
 
 
 def test_diff_against_the_previous_success_and_its_event_counts(store: ResultStore) -> None:

@@ -26,13 +26,14 @@ from config.settings import Settings
 from longparser import chunk_request
 from longparser.resources import Resources
 from schemas import ChunkResult, parse_input
-from service.keys import TASK_NAME, chunk_ids_key, events_key, result_key
+from service.keys import TASK_NAME, chunk_ids_key, events_key, result_key, start_count_key
 from service.store import ResultStore
 from tasks.chunk import TimeLimitAwareRequest, chunk_document, run_chunk_job, store_time_limit_failure
 from tasks.errors import (
     ChunkingFailed,
     InvalidPayload,
     PayloadTooLarge,
+    PoisonMessage,
     RequestRefused,
     SemanticUnavailable,
     StoreUnavailable,
@@ -287,7 +288,8 @@ class FlakyClient:
 def _flaky_context(base: WorkerContext, failures: int, window: float = 5.0,
                    error: Exception | None = None) -> tuple[WorkerContext, FlakyClient]:
     flaky = FlakyClient(base.store.client, failures, error)
-    patched = base.settings.model_copy(update={"store_retry_window": window})
+    # The start count off: these tests count the writes of the record (its own outage: below).
+    patched = base.settings.model_copy(update={"store_retry_window": window, "max_starts": 0})
     return replace(base, settings=patched, store=replace(base.store, client=flaky)), flaky
 
 
@@ -402,3 +404,128 @@ def test_structural_worker_process_never_imports_torch() -> None:
                           env={"PATH": "/usr/bin:/bin", "HOME": str(ROOT)})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+# --------------------------------------------------------------------------- poison messages
+
+
+class Killed(BaseException):
+    """Stands for the death of the process running the task: nothing after it runs, no record."""
+
+
+def _killing_engine(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Make the engine 'kill the process' on every run; returns the list of runs it saw."""
+    import tasks.chunk
+
+    runs: list[str] = []
+
+    def killing(request: Any, resources: Any) -> Any:
+        runs.append(request.document_id)
+        raise Killed
+
+    monkeypatch.setattr(tasks.chunk, "chunk_request", killing)
+    return runs
+
+
+def test_the_third_start_without_a_record_stores_a_poison_message_instead_of_running(
+    context: WorkerContext, store: ResultStore, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    runs = _killing_engine(monkeypatch)
+    for _ in range(2):
+        with pytest.raises(Killed):
+            run_chunk_job(payload(), context, task_id="t-1")
+    assert runs == ["doc-1", "doc-1"] and store.load_record("doc-1") is None
+    with pytest.raises(PoisonMessage) as refused:
+        run_chunk_job(payload(), context, task_id="t-1")
+    assert runs == ["doc-1", "doc-1"]  # not run a third time
+    message = str(refused.value)
+    assert message == ("task t-1 was started 3 times without storing a record (the earlier runs died with "
+                       "their worker process); refused instead of run again (LONGPARSER_MAX_STARTS=3)")
+    record = store.load_record("doc-1")
+    assert (record["status"], record["task_id"], record["error"]) == (
+        "FAILURE", "t-1", {"type": "PoisonMessage", "message": message})
+    events = [fields for _, fields in store.client.xrange(events_key(store.prefix))]
+    assert [(e[b"status"], e[b"error_type"]) for e in events] == [(b"FAILURE", b"PoisonMessage")]
+    assert not store.client.exists(start_count_key(store.prefix, "t-1"))  # deleted with the record
+
+
+def test_a_run_killed_once_then_stored_starts_its_count_afresh(
+    context: WorkerContext, store: ResultStore, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    runs = _killing_engine(monkeypatch)
+    with pytest.raises(Killed):
+        run_chunk_job(payload(), context, task_id="t-1")
+    monkeypatch.undo()  # the real engine again
+    assert run_chunk_job(payload(), context, task_id="t-1")["status"] == "SUCCESS"
+    assert runs == ["doc-1"] and store.load_record("doc-1")["status"] == "SUCCESS"
+    assert not store.client.exists(start_count_key(store.prefix, "t-1"))
+    # a later redelivery of the same task (its acknowledgement lost) counts from one again
+    assert run_chunk_job(payload(), context, task_id="t-1")["status"] == "SUCCESS"
+
+
+@pytest.mark.parametrize("limit", [0, 5])
+def test_the_start_limit_is_a_setting_and_0_turns_it_off(
+    context: WorkerContext, store: ResultStore, monkeypatch: pytest.MonkeyPatch, limit: int  # noqa: F811
+) -> None:
+    runs = _killing_engine(monkeypatch)
+    limited = replace(context, settings=context.settings.model_copy(update={"max_starts": limit}))
+    for _ in range(limit - 1 if limit else 6):
+        with pytest.raises(Killed):
+            run_chunk_job(payload(), limited, task_id="t-1")
+    if limit:
+        with pytest.raises(PoisonMessage, match=r"started 5 times .*\(LONGPARSER_MAX_STARTS=5\)"):
+            run_chunk_job(payload(), limited, task_id="t-1")
+    else:
+        assert not store.client.exists(start_count_key(store.prefix, "t-1"))  # nothing counted
+    assert len(runs) == (limit - 1 if limit else 6)
+
+
+def test_a_message_without_a_readable_document_id_is_counted_and_refused_without_a_record(
+    context: WorkerContext, store: ResultStore, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    unreadable = {**payload(), "document_id": "no spaces allowed"}
+    with pytest.raises(InvalidPayload):  # refused at once: no record, and no count left behind
+        run_chunk_job(unreadable, context, task_id="t-1")
+    assert not store.client.exists(start_count_key(store.prefix, "t-1"))
+    import tasks.chunk
+
+    def killed(*_: Any, **__: Any) -> Any:
+        raise Killed
+
+    monkeypatch.setattr(tasks.chunk, "validate_payload", killed)  # its validation 'kills the process'
+    for _ in range(2):
+        with pytest.raises(Killed):
+            run_chunk_job(unreadable, context, task_id="t-2")
+    with pytest.raises(PoisonMessage, match="task t-2 was started 3 times"):
+        run_chunk_job(unreadable, context, task_id="t-2")
+    assert list(store.client.scan_iter(match=f"{store.prefix}:*")) == []  # no record, no count
+
+
+def test_a_poison_message_through_celery_fails_and_is_not_retried(
+    eager: list, store: ResultStore, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    for _ in range(2):
+        store.count_start("t-1")  # two starts whose process died
+    with pytest.raises(PoisonMessage):
+        chunk_document.apply_async(args=[payload()], task_id="t-1").get()
+    assert issubclass(PoisonMessage, chunk_document.throws)  # an expected failure: acknowledged
+    assert store.load_record("doc-1")["error"]["type"] == "PoisonMessage"
+
+
+def test_redis_away_when_a_task_starts_leaves_the_message_for_redelivery(
+    context: WorkerContext, store: ResultStore  # noqa: F811
+) -> None:
+    flaky = FlakyClient(store.client, failures=10**6)
+    away = replace(context, settings=context.settings.model_copy(update={"store_retry_window": 0.2}),
+                   store=replace(store, client=flaky))
+    with pytest.raises(StoreUnavailable, match="counting the start of task t-1: Redis unavailable"):
+        run_chunk_job(payload(), away, task_id="t-1")
+    assert store.load_record("doc-1") is None
+
+
+def test_a_hard_time_limit_without_a_readable_document_id_deletes_the_start_count(
+    context: WorkerContext, store: ResultStore  # noqa: F811
+) -> None:
+    store.count_start("t-9")
+    store_time_limit_failure(context, {**payload(), "document_id": "no spaces"}, "t-9", 360)
+    assert list(store.client.scan_iter(match=f"{store.prefix}:*")) == []  # no record, no count left
