@@ -80,9 +80,11 @@ test-faults: $(VENV)/.dev
 	LONGPARSER_FAULTS=1 $(PY) -m pytest tests/faults --no-cov -rA
 
 # Each backend is named, so one that cannot load fails; exports are built once per run into a
-# temporary cache (the suite's), never read from the user's.
+# temporary cache (the suite's), never read from the user's. The path equivalence test's semantic
+# case (a semantic worker on the suite's Redis) runs here too: the default suite has no model.
 test-real: $(VENV)/.backends
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest tests/integration/test_real_embeddings.py \
+		tests/integration/test_path_equivalence.py -m real_embeddings \
 		--run-real-embeddings --no-cov --encoder-backend torch --encoder-backend onnx \
 		--encoder-backend onnx-int8 --encoder-backend openvino
 

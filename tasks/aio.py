@@ -58,6 +58,8 @@ from tasks.errors import BrokerUnavailable
 
 T = TypeVar("T")
 DEFAULT_PUBLISH_THREADS = 8
+# How long close() waits for the cancelled stream reader before cancelling it again.
+CANCEL_AGAIN_S = 0.1
 
 
 def task_view(document_id: str, task_id: str, queue: str | None, meta: bytes | None) -> dict[str, Any]:
@@ -111,13 +113,24 @@ class AsyncProducer:
 
     async def close(self) -> None:
         """Wait for submissions in flight, then release the pool, the Redis client and the app."""
-        if self._reader is not None and not self._reader.done():
-            self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
+        await self._stop_reader()
         await asyncio.get_running_loop().run_in_executor(None, self._pool.shutdown)
         await self.client.aclose()
         self.producer.close()
+
+    async def _stop_reader(self) -> None:
+        """Cancel the stream reader and wait for it to end, cancelling again until it does: a
+        cancellation that arrives while redis-py sends a command can be lost (its socket timeout
+        goes through ``asyncio.wait_for``, which on Python 3.11 may swallow a cancellation), and
+        the reader would then block for a whole read of the stream before it stopped."""
+        reader = self._reader
+        if reader is None:
+            return
+        while not reader.done():
+            reader.cancel()
+            await asyncio.wait({reader}, timeout=CANCEL_AGAIN_S)
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader
 
     async def _call(self, what: str, function: Callable[[], Awaitable[T]]) -> T:
         try:

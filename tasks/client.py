@@ -37,6 +37,11 @@ Outages: every Redis call (the publish, the job entry, reads) is retried with ba
 raises :class:`~tasks.errors.StoreFull` at once. The message is published before the job entry
 is written, so a submission that failed to publish leaves no job entry behind.
 
+What travels: the request's blocks and the config fields its caller set, no others (a field
+set to its default value is set all the same); the worker's engine expands a ``fit`` preset
+exactly as the library's does, so ``config={"fit": "model"}`` chunks as ``longparser chunk --fit
+model`` does (:func:`tasks.payload.request_json`).
+
 Routing: semantic requests go to ``LONGPARSER_SEMANTIC_QUEUE``, the rest to
 ``LONGPARSER_STRUCTURAL_QUEUE``. A semantic job waits there until a semantic worker takes it.
 """
@@ -64,7 +69,7 @@ from service.redis_client import is_out_of_memory, masked
 from service.retry import Waits, call_with_retry, is_transient
 from service.store import ResultStore
 from tasks.errors import BrokerUnavailable, JobFailed, JobNotFound, ResultTimeout, StoreFull
-from tasks.payload import check_encoded_size, refuse_tokenizer_paths
+from tasks.payload import check_encoded_size, refuse_tokenizer_paths, request_json
 
 FINAL_STATES = frozenset({"SUCCESS", "FAILURE"})
 EVENT_BATCH = 500  # entries one blocking read takes (other documents' events are skipped)
@@ -249,7 +254,8 @@ class Producer:
             semantic: None -> the request's ``config.use_semantic_chunking`` decides; True/False
                 overrides that flag (and so the queue).
             config: ChunkingConfig fields that win over the request's own (a DoclingDocument
-                carries none).
+                carries none). Only the fields set here or in the request travel: the worker
+                fills in the defaults and expands ``fit`` itself.
             docling: the DoclingDocument converter, ``loaders.docling.blocks_from_docling``.
             text_converter: the converter of a string, ``loaders.markdown.blocks_from_markdown``
                 or ``loaders.markdown.blocks_from_text``.
@@ -270,11 +276,12 @@ class Producer:
         """
         validated = _as_request(request, semantic, config, docling, text_converter, document_id)
         refuse_tokenizer_paths(validated)
-        # Encoded once, to UTF-8 bytes, by pydantic's serializer: their length is the size
-        # check; small requests travel decoded inside the message, large ones as a reference
-        # to these bytes (service.payloads). The request is then held twice at most: the model
-        # and its JSON (plus the JSON compressed, for a reference).
-        encoded = ChunkRequest.__pydantic_serializer__.to_json(validated)
+        # Encoded once, to UTF-8 bytes, with only the config fields the caller set (the worker's
+        # engine expands a preset, as the library's does): their length is the size check;
+        # small requests travel decoded inside the message, large ones as a reference to these
+        # bytes (service.payloads). The request is then held twice at most: the model and its
+        # JSON (plus the JSON compressed, for a reference).
+        encoded = request_json(validated)
         check_encoded_size(len(encoded), self.settings.max_payload_bytes)
         queue = self.settings.queue_for(validated.config.use_semantic_chunking)
         task_id = str(uuid.uuid4())

@@ -12,7 +12,7 @@ from typing import Any
 
 import pydantic_core
 
-from schemas import ChunkRequest, InputError, parse_input
+from schemas import ChunkingConfig, ChunkRequest, InputError, parse_input
 from schemas.config import is_path_like
 from tasks.errors import InvalidPayload, PayloadTooLarge
 
@@ -95,6 +95,21 @@ def split_request(data: bytes) -> tuple[ChunkRequest, list[Any]]:
     blocks = decoded.pop("blocks")
     decoded["blocks"] = []
     return validate_payload(decoded), blocks
+
+
+def request_json(request: ChunkRequest) -> bytes:
+    """The request as a producer sends it: UTF-8 JSON by pydantic's serializer, whose config
+    holds only the fields the caller set (``model_fields_set``).
+
+    The engine alone expands the ``fit`` preset, and fields set explicitly win over it
+    (:func:`schemas.config.fit_config`): a config sent with every default filled in would leave
+    the preset nothing to expand, and a worker would chunk another request than the library.
+    A field set to its default value is set all the same, and travels. The same bytes go inline
+    or, for a large request, by reference; the worker validates them into a config with the same
+    fields set.
+    """
+    unset = ChunkingConfig.model_fields.keys() - request.config.model_fields_set
+    return ChunkRequest.__pydantic_serializer__.to_json(request, exclude={"config": unset})
 
 
 def refuse_tokenizer_paths(request: ChunkRequest) -> None:

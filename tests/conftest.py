@@ -2,7 +2,8 @@
 
 * Every test runs with network sockets refused (pytest-socket). Integration tests under
   ``tests/integration/`` and the fault suite under ``tests/faults/`` may reach loopback only
-  (the test Redis, worker processes, Flower, the suite's own redis-server processes).
+  (the test Redis, worker processes, Flower, the suite's own redis-server processes); a
+  real-model test there reaches no socket at all unless it is also marked ``integration``.
 * Tests marked ``real_embeddings`` are *deselected* unless ``--run-real-embeddings`` is given,
   tests marked ``framework_adapters`` unless ``--run-adapters`` is, and tests marked
   ``node_producer`` unless ``--run-node`` is; with the flag, a missing prerequisite fails the
@@ -84,7 +85,10 @@ def _is_integration(item: pytest.Item) -> bool:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    if _is_integration(item) and not item.get_closest_marker("real_embeddings"):
+    # A real-model test reaches no socket (the model loads offline), unless it is also marked
+    # integration: it then talks to the suite's Redis and worker processes, on loopback only.
+    marked = {mark.name for mark in item.iter_markers()}
+    if _is_integration(item) and ("real_embeddings" not in marked or "integration" in marked):
         socket_allow_hosts(LOOPBACK, allow_unix_socket=True)
     else:
         disable_socket(allow_unix_socket=True)

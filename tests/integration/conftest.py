@@ -467,3 +467,17 @@ def chunk_signature(result: Any) -> list[tuple[Any, ...]]:
     """
     return [(c.chunk_id, c.chunk_type, c.text, tuple(c.block_ids), tuple(c.page_numbers),
              tuple(c.section_path)) for c in result.chunks]
+
+
+def result_view(result: Any) -> dict[str, Any]:
+    """What every path of one request must agree on (``test_path_equivalence.py``, the Node.js
+    producer): each chunk's id, type, text, ``embed_text``, token count, block ids, pages and
+    section path, and the config the result says it applied. Quality scores are left out: they
+    are no part of the request's meaning, and the processes score with their own resources."""
+    return {
+        "document_id": result.document_id,
+        "chunks": [(c.chunk_id, c.chunk_type, c.text, c.embed_text, c.token_count, tuple(c.block_ids),
+                    tuple(c.page_numbers), tuple(c.section_path)) for c in result.chunks],
+        "config": result.stats.config,
+        "token_counter": result.stats.token_counter,
+    }

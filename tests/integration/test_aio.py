@@ -19,7 +19,7 @@ from longparser.resources import Resources
 from service.store import ResultStore
 from tasks.aio import AsyncProducer, task_view
 from tasks.chunk import run_chunk_job
-from tasks.client import Producer
+from tasks.client import JobHandle, Producer
 from tasks.errors import JobFailed, ResultTimeout
 from worker.context import WorkerContext
 
@@ -165,3 +165,26 @@ def test_task_view_reads_celerys_backend_value() -> None:
     failed = json.dumps({"status": "FAILURE",
                          "result": {"exc_type": "InvalidPayload", "exc_message": ["bad"]}})
     assert task_view("d", "t", "q", failed.encode())["error"] == {"type": "InvalidPayload", "message": "bad"}
+
+
+def test_close_after_a_wait_that_found_its_record_returns_at_once(lp_settings: Settings) -> None:
+    """The wait starts the stream reader and returns before the reader's first read is answered;
+    ``close`` cancels the reader there. A cancellation lost inside redis-py (while it sends the
+    read) must not leave ``close`` waiting for a whole blocking read of the stream (20 s)."""
+    store = ResultStore.from_settings(lp_settings)
+    closes: list[float] = []
+
+    async def main() -> None:
+        for attempt in range(5):
+            document_id = f"close-{uuid.uuid4().hex[:8]}"
+            store.save_success(document_id, f"t-{attempt}", json.dumps({"document_id": document_id,
+                                                                        "chunks": []}), [])
+            producer = AsyncProducer(lp_settings, producer=_producer(lp_settings))
+            handle = JobHandle(document_id, f"t-{attempt}", "chunking")
+            assert (await producer.wait(handle, timeout=5))["state"] == "SUCCESS"
+            started = time.monotonic()
+            await producer.close()
+            closes.append(time.monotonic() - started)
+
+    asyncio.run(main())
+    assert max(closes) < 2.0, closes

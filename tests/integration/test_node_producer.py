@@ -23,11 +23,12 @@ from typing import Any
 import pytest
 
 from config.settings import Settings
+from loaders.resources import ResourceSpec, build_resources
 from longparser import chunk_request
 from schemas import parse_input
 from service.keys import job_key, result_key
 from tasks.client import Producer
-from tests.integration.conftest import REPO_ROOT, WorkerFactory, make_document, settings_env
+from tests.integration.conftest import REPO_ROOT, WorkerFactory, make_document, result_view, settings_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.node_producer]
 
@@ -164,6 +165,25 @@ def test_a_compressed_record_is_read_by_node(node: str, workers: WorkerFactory, 
     expected = chunk_request(parse_input(document))
     assert record["chunk_ids"] == [c.chunk_id for c in expected.chunks]
     assert run.output["event"]["chunks"] == str(len(expected.chunks))
+
+
+def test_a_node_producers_fit_model_gives_the_engines_chunks(
+        node: str, node_worker: None, lp_settings: Settings, tmp_path: Path) -> None:
+    """``{"fit": "model"}`` from Node.js travels as exactly that: the worker's engine expands the
+    preset, and the stored result is the library's, chunk for chunk (tests/integration/
+    test_path_equivalence.py compares the Python paths the same way)."""
+    document = {**make_document("node-fit", sections=3, paragraphs=5, seed=3), "config": {"fit": "model"}}
+    run = run_producer(node, document, lp_settings, tmp_path)
+    assert run.returncode == 0, run.stderr
+    request = parse_input(document)
+    spec = ResourceSpec.from_settings(lp_settings).for_request(request.config)
+    expected = chunk_request(request, build_resources(spec))
+    assert (expected.stats.config["token_counter"], expected.stats.config["max_tokens"]) == ("model", 256)
+    assert run.output["record"]["chunk_ids"] == [c.chunk_id for c in expected.chunks]
+    assert run.output["record"]["chunk_texts"] == [c.text for c in expected.chunks]
+    with Producer(lp_settings) as producer:
+        stored = producer.get_result(document["document_id"], timeout=5)
+    assert result_view(stored) == result_view(expected)
 
 
 def test_a_refused_document_from_node_ends_in_a_failure_record(failure: NodeRun) -> None:

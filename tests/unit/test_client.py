@@ -43,19 +43,20 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.parametrize(
     ("config", "semantic", "queue", "flag"),
-    [({}, None, "chunking", False), ({"use_semantic_chunking": True}, None, "semantic", True),
+    [({}, None, "chunking", None), ({"use_semantic_chunking": True}, None, "semantic", True),
      ({}, True, "semantic", True), ({"use_semantic_chunking": True}, False, "chunking", False)],
     ids=["structural", "semantic-config", "semantic-forced", "semantic-off"],
 )
 def test_submit_routes_by_semantic_mode(
     producer: Producer, fake_app: FakeApp, store: ResultStore, config: dict, semantic: bool | None,  # noqa: F811
-    queue: str, flag: bool,
+    queue: str, flag: bool | None,
 ) -> None:
     handle = producer.submit(payload(**config), semantic=semantic)
     [sent] = fake_app.sent
     assert handle == JobHandle("doc-1", sent["task_id"], queue)
     assert (sent["name"], sent["queue"]) == (TASK_NAME, queue)
-    assert sent["args"][0]["config"]["use_semantic_chunking"] is flag
+    # the flag travels when the caller or the request set it; unset, the worker's default applies
+    assert sent["args"][0]["config"].get("use_semantic_chunking") is flag
     assert [block["block_id"] for block in sent["args"][0]["blocks"]] == ["h1", "p1", "p2"]
     assert store.load_job("doc-1") == {"task_id": handle.task_id, "queue": queue,
                                        "submitted_at": store.load_job("doc-1")["submitted_at"]}

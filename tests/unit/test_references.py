@@ -33,7 +33,7 @@ from service.store import ResultStore
 from tasks.chunk import chunk_document, run_chunk_job, store_time_limit_failure
 from tasks.client import Producer
 from tasks.errors import InvalidPayload, PayloadTooLarge, ReferenceCorrupt, ReferenceMissing, StoreUnavailable
-from tasks.payload import split_request
+from tasks.payload import request_json, split_request
 from tests.unit.worker_fixtures import (  # noqa: F401
     FakeApp,
     context,
@@ -59,7 +59,7 @@ def _big(document_id: str = "big-1", blocks: int = 40) -> dict[str, Any]:
 
 
 def _encoded(request: dict[str, Any]) -> bytes:
-    return ChunkRequest.__pydantic_serializer__.to_json(ChunkRequest.model_validate(request))
+    return request_json(ChunkRequest.model_validate(request))
 
 
 def _small_threshold(base: Settings, threshold: int = 2048) -> Settings:
