@@ -394,14 +394,13 @@ class Flower:
     process: ManagedProcess
 
 
-@pytest.fixture(scope="module")
-def flower(lp_settings: Settings, log_dir: Path) -> Iterator[Flower]:
-    """``celery -A worker flower`` on a free port against the test Redis, with basic auth."""
+def start_flower(settings: Settings, log_dir: Path, name: str = "flower") -> Flower:
+    """Flower as docs/operations.md starts it (``python -m worker.flower``), on a free port against
+    ``settings``' Redis, with basic auth; the caller stops ``flower.process``."""
     port, auth = free_port(), ("lptest", uuid.uuid4().hex)
-    env = settings_env(lp_settings, FLOWER_BASIC_AUTH=f"{auth[0]}:{auth[1]}")
-    argv = [CELERY, "-A", "worker", "flower", f"--port={port}",
-            "--address=127.0.0.1"]
-    proc = spawn("flower", argv, env, log_dir)
+    env = settings_env(settings, FLOWER_BASIC_AUTH=f"{auth[0]}:{auth[1]}")
+    argv = [sys.executable, "-m", "worker.flower", f"--port={port}", "--address=127.0.0.1"]
+    proc = spawn(name, argv, env, log_dir)
     url = f"http://127.0.0.1:{port}"
 
     def up() -> bool:
@@ -414,9 +413,20 @@ def flower(lp_settings: Settings, log_dir: Path) -> Iterator[Flower]:
 
     try:
         wait_until(up, 30, interval=0.2, what="flower to serve /healthcheck")
-        yield Flower(url, auth, proc)
-    finally:
+    except BaseException:
         proc.stop()
+        raise
+    return Flower(url, auth, proc)
+
+
+@pytest.fixture(scope="module")
+def flower(lp_settings: Settings, log_dir: Path) -> Iterator[Flower]:
+    """Flower (:func:`start_flower`) against the test Redis."""
+    running = start_flower(lp_settings, log_dir)
+    try:
+        yield running
+    finally:
+        running.process.stop()
 
 
 # --------------------------------------------------------------------------- documents

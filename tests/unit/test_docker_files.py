@@ -490,7 +490,7 @@ def test_flower_launcher_makes_the_auth_choice_explicit(environ: dict[str, str],
     from worker.flower import flower_command
 
     argv, env, message = flower_command(environ, args)
-    assert argv[1:6] == ["-m", "celery", "-A", "worker", "flower"]
+    assert argv[1:6] == ["-m", "celery", "-A", "worker.flower", "flower"]
     if required:
         assert message.startswith("Flower requires a login")
     else:
