@@ -16,6 +16,8 @@ Keys (``P`` = ``LONGPARSER_KEY_PREFIX``):
 * ``P:chunkids:<document_id>`` - the task id and chunk ids of the document's latest SUCCESS
   record, written with it (the next run's diff is computed against it, see :mod:`service.store`);
 * ``P:events`` - the completion stream: one entry per stored record (see :mod:`service.events`).
+* ``P:unreadable`` - how many messages workers refused before their document id could be read
+  (no record can name them; ``longparser metrics``), an integer raised by ``INCR``.
 
 Celery's own keys (queue lists named after the queues, ``unacked``, ``unacked_index``,
 ``_kombu.binding.*``, ``celery-task-meta-<task_id>``) carry ``LONGPARSER_CELERY_KEY_PREFIX``
@@ -84,6 +86,14 @@ def chunk_ids_key(prefix: str, document_id: str) -> str:
 def events_key(prefix: str) -> str:
     """Key of the completion-event stream."""
     return f"{prefix}:{EVENTS_SUFFIX}"
+
+
+UNREADABLE_SUFFIX = "unreadable"
+
+
+def unreadable_messages_key(prefix: str) -> str:
+    """Key of the count of messages refused before their document id could be read."""
+    return f"{prefix}:{UNREADABLE_SUFFIX}"
 
 
 def celery_task_meta_key(celery_key_prefix: str, task_id: str) -> str:

@@ -266,6 +266,57 @@ class ReusedClient:
         yield client if client else self._reused_client
 
 
+# --------------------------------------------------------------------------- kombu: what a worker takes in
+#
+# kombu's Redis transport decodes each message's JSON envelope as soon as ``BRPOP`` returns it
+# (``Channel._brpop_read``), hands it to ``Transport._deliver`` with the queue it came from, and
+# builds a ``Message`` that inflates a body with a ``compression`` header; Celery then decodes the
+# body in the worker parent. No public hook sees a message before any of that: the transport's
+# redis-py clients get a response callback for the pops (redis-py's public
+# ``set_response_callback``), and the worker's Transport classes override ``_deliver``
+# (worker/inbound.py says what is refused there).
+
+POPPING_COMMANDS = ("BRPOP", "RPOP")
+
+
+def screen_pops(client: Any, screen: Callable[[Any], Any]) -> None:
+    """Have ``client`` pass the message of every ``BRPOP`` and ``RPOP`` reply through ``screen``
+    before kombu decodes it (kombu's ``_brpop_read`` and ``_get`` decode what the client returns).
+
+    ``BRPOP`` replies ``[queue key, message]``, ``RPOP`` the message; redis-py's own callback for
+    the command, if any, then runs on the screened reply.
+    """
+    def screened(command: str) -> Callable[..., Any]:
+        previous = client.response_callbacks.get(command)
+
+        def callback(response: Any, **options: Any) -> Any:
+            if command == "BRPOP" and response:
+                response = [response[0], screen(response[1])]
+            elif command == "RPOP" and response is not None:
+                response = screen(response)
+            return previous(response, **options) if previous is not None else response
+
+        return callback
+
+    for command in POPPING_COMMANDS:
+        client.set_response_callback(command, screened(command))
+
+
+def transport_option(transport: Any, name: str) -> Any:
+    """A ``broker_transport_options`` entry as the transport's connection holds it, or None.
+
+    kombu keeps every transport option on its ``Connection`` (``transport_options``, public);
+    the channels copy only the ones they know.
+    """
+    return transport.client.transport_options.get(name)
+
+
+# The consumer class the documented ``worker_consumer`` setting names by default; the worker's
+# own (worker/inbound.py) overrides only ``on_decode_error``, which Celery calls for a message
+# kombu could not build or whose body it could not decode.
+CeleryConsumer = celery_consumer.Consumer
+
+
 # --------------------------------------------------------------------------- Celery
 
 
@@ -437,6 +488,11 @@ INTERNALS: tuple[Internal, ...] = (
     Internal(kombu_redis.Channel, "_create_client", ("self",)),
     Internal(virtual.Channel, "__init__", ("self", "connection")),
     Internal(kombu_base.Transport, "client"),
+    # what a worker takes in (worker/inbound.py): the envelope reaches _deliver decoded, before
+    # kombu builds its message
+    Internal(virtual.Transport, "_deliver", ("self", "message", "queue")),
+    Internal(kombu_redis.Channel, "_brpop_read", ("self",)),
+    Internal(celery_consumer.Consumer, "on_decode_error", ("self", "message", "exc")),
     # overridden by worker/transport.py: kombu must still call them, with these arguments
     Internal(kombu_redis.Channel, "conn_or_acquire", ("self", "client")),
     Internal(kombu_redis.QoS, "append", ("self", "message", "delivery_tag")),

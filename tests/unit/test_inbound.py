@@ -1,0 +1,151 @@
+"""The worker parent's rules for what it takes from a queue (worker/inbound.py), one by one.
+
+The transport and the consumer that apply them to real messages on a real redis-server:
+tests/integration/test_kombu_contract.py; with real workers: tests/faults/test_hostile_parent.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import fakeredis
+import pytest
+from celery import Celery
+
+from service.celeryconfig import BODY_LIMIT_OPTION, celery_config, inline_body_limit
+from service.keys import unreadable_messages_key
+from service.store import ResultStore
+from worker import inbound
+
+LIMIT = 4096
+
+
+def envelope(body: str = '[[{"document_id": "d"}], {}, {}]', *, headers: dict[str, Any] | None = None,
+             encoding: str | None = None, content_type: str = "application/json",
+             delivery_info: dict[str, Any] | None = None) -> dict[str, Any]:
+    """kombu's envelope of a task message, as the transport decodes it from the queue list."""
+    if encoding == "base64":
+        body = base64.b64encode(body.encode()).decode()
+    return {"body": body, "content-encoding": "utf-8", "content-type": content_type,
+            "headers": {"id": "task-1", "task": "longparser.chunk_document", **(headers or {})},
+            "properties": {"delivery_tag": "tag-1", "body_encoding": encoding, "correlation_id": "task-1",
+                           "delivery_info": delivery_info or {"exchange": "chunking",
+                                                              "routing_key": "chunking"}}}
+
+
+def test_a_plain_task_envelope_is_admitted() -> None:
+    assert inbound.refusal(envelope(), LIMIT) is None
+    assert inbound.refusal(envelope(encoding="base64"), LIMIT) is None
+
+
+@pytest.mark.parametrize(("message", "words"), [
+    (["not", "an", "envelope"], "JSON list, not kombu's envelope"),
+    ({"body": "x", "headers": "h", "properties": {}}, "headers or properties"),
+    ({**envelope(), "properties": {"delivery_info": {}}}, "delivery tag"),
+    (envelope(headers={"compression": "application/x-gzip"}), "compressed body"),
+    (envelope(content_type="application/x-python-serialize"), "accept application/json only"),
+    ({**envelope(), "body": ["decoded"]}, "JSON list, not the encoded text"),
+    (envelope("x" * (LIMIT + 1)), f"over the {LIMIT}-byte inline limit"),
+    (envelope("x" * (LIMIT + 3), encoding="base64"), f"body of {LIMIT + 3} bytes"),
+])
+def test_refused_envelopes_say_why_in_one_line(message: Any, words: str) -> None:
+    reason = inbound.refusal(message, LIMIT)
+    assert reason is not None and words in reason and "\n" not in reason
+
+
+def test_the_body_limit_is_the_decoded_length() -> None:
+    assert inbound.refusal(envelope("x" * LIMIT), LIMIT) is None
+    assert inbound.refusal(envelope("x" * LIMIT, encoding="base64"), LIMIT) is None  # base64 text is longer
+    assert inbound.body_length(None, None) == 0
+
+
+def test_a_raw_message_over_the_envelope_limit_is_replaced_before_it_is_decoded() -> None:
+    limit = inbound.envelope_limit(LIMIT)
+    assert limit == 2 * LIMIT + inbound.ENVELOPE_HEADROOM
+    short = json.dumps(envelope()).encode()
+    assert inbound.screen_pop_reply(short, limit) is short
+    assert inbound.screen_pop_reply(None, limit) is None
+    long = json.dumps(envelope("x" * (limit + 1))).encode()
+    replaced = json.loads(inbound.screen_pop_reply(long, limit))
+    assert replaced["task_id"] == "task-1"  # from the properties at the envelope's end
+    reason = inbound.refusal(replaced, LIMIT)
+    assert reason is not None and f"message of {len(long)} bytes, over the {limit}-byte limit" in reason
+    hostile = json.dumps({"properties": {"correlation_id": "a b\nc"}, "body": "x" * limit}).encode()
+    assert json.loads(inbound.screen_pop_reply(hostile, limit))["task_id"] is None  # not a usable id
+
+
+def test_scheduling_headers_are_reset_to_what_send_task_sends() -> None:
+    headers = {"eta": "2027-01-01T00:00:00+00:00", "expires": "2027-01-02T00:00:00+00:00",
+               "timelimit": [600, 700], "retries": 4, "id": "t"}
+    assert inbound.strip_scheduling_headers(headers) == ["eta", "expires", "timelimit", "retries"]
+    assert headers == {"eta": None, "expires": None, "timelimit": [None, None], "retries": 0, "id": "t"}
+    assert inbound.strip_scheduling_headers(headers) == []  # now empty: nothing to say
+    assert inbound.strip_scheduling_headers({}) == []  # absent stays absent
+
+
+def test_celery_send_task_sends_the_scheduling_headers_empty() -> None:
+    app = Celery("probe", broker="memory://", set_as_current=False)
+    headers = app.amqp.as_task_v2("id-1", "longparser.chunk_document", args=[{}]).headers
+    assert {name: headers[name] for name in inbound.SCHEDULING_HEADERS} == {
+        "eta": None, "expires": None, "timelimit": [None, None], "retries": 0}
+    assert inbound.strip_scheduling_headers(dict(headers)) == []
+
+
+def test_a_message_is_routed_back_to_the_queue_it_came_from() -> None:
+    hostile = {"exchange": "", "routing_key": "celery-task-meta-victim", "priority": 0}
+    message = envelope(delivery_info=hostile)
+    inbound.route_back_to(message, "chunking")
+    assert message["properties"]["delivery_info"] == {**hostile, "routing_key": "chunking"}
+
+
+def test_admit_strips_routes_and_logs_once(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+                                           ) -> None:
+    monkeypatch.setattr(inbound._Once, "warned", False)
+    first = envelope(headers={"eta": "2027-01-01T00:00:00", "timelimit": [600, 700]},
+                     delivery_info={"exchange": "", "routing_key": "victim"})
+    second = envelope(headers={"expires": "2027-01-01T00:00:00"})
+    with caplog.at_level("WARNING", logger=inbound.__name__):
+        assert inbound.admit(first, "chunking", LIMIT) and inbound.admit(second, "chunking", LIMIT)
+    assert first["headers"]["timelimit"] == [None, None] and second["headers"]["expires"] is None
+    assert first["properties"]["delivery_info"]["routing_key"] == "chunking"
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and "the producer set eta, timelimit" in lines[0] and "task-1" in lines[0]
+
+
+def test_admit_refuses_and_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    refused: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(inbound, "refuse", lambda *args: refused.append(args))
+    assert not inbound.admit(envelope(headers={"compression": "zlib"}), "chunking", LIMIT)
+    assert not inbound.admit(json.loads(inbound.screen_pop_reply(b"y" * 10**6, 1000)), "chunking", LIMIT)
+    assert [(task_id, queue) for task_id, queue, _ in refused] == [("task-1", "chunking"), (None, "chunking")]
+
+
+def test_unreadable_messages_are_counted_in_the_store() -> None:
+    store = ResultStore(fakeredis.FakeRedis(), "lp", 60)
+    inbound.count_unreadable(store)
+    inbound.count_unreadable(store)
+    assert int(store.client.get(unreadable_messages_key("lp"))) == 2
+
+
+def test_a_count_that_cannot_be_written_is_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
+    server = fakeredis.FakeServer()
+    server.connected = False
+    inbound.count_unreadable(ResultStore(fakeredis.FakeRedis(server=server), "lp", 60))
+    assert "could not count an unreadable message" in caplog.text
+
+
+def test_task_ids_must_be_fit_for_a_log_line() -> None:
+    assert inbound.readable_task_id("0b5e-41f2") == "0b5e-41f2"
+    for bad in ("", "a b", "x\n", None, 5, "-leading", "x" * 200):
+        assert inbound.readable_task_id(bad) is None
+    assert inbound.task_id_of({"headers": {"id": 5}, "properties": {"correlation_id": "c-1"}}) == "c-1"
+
+
+def test_the_worker_transport_gets_the_inline_limit() -> None:
+    from config.settings import Settings
+
+    settings = Settings(max_inline_bytes=2048, reference_threshold_bytes=1024)
+    assert celery_config(settings)["broker_transport_options"][BODY_LIMIT_OPTION] == 2048 \
+        == inline_body_limit(settings)
