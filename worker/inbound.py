@@ -20,21 +20,26 @@ in full (its strategy reads it to tell task protocols apart) and schedules by th
 5. a body Celery then cannot decode (too deeply nested, not JSON, not UTF-8) is refused by
    :class:`worker.celery_compat.CeleryConsumer`'s decode-error path (:class:`RefusingConsumer`).
 
-A refused message is dropped (nothing of it is decoded further, nothing runs) and, since its
-document id cannot be read, counted (:func:`count_unreadable`, ``longparser metrics``) and
-logged once with its task id; its task id, when the envelope names one, gets Celery's FAILURE
+A refused message is dropped (nothing of it is decoded further, nothing runs). A body over the
+inline limit that names its document id first, as the clients write it, gets that document's
+FAILURE record (``PayloadTooLarge``, with its completion event); any other refused message, whose
+document id cannot be read, is counted (:func:`count_unreadable`, ``longparser metrics``) and
+logged once with its task id. Its task id, when the envelope names one, gets Celery's FAILURE
 state (``AsyncResult`` says why). The worker's transport (:mod:`worker.transport`) and consumer
 call these; every Celery and kombu internal is reached through :mod:`worker.celery_compat`.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import logging
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
-from service.keys import unreadable_messages_key
+from service.keys import is_valid_document_id, unreadable_messages_key
+from service.store import failure_record
 from worker import celery_compat as compat
 
 logger = logging.getLogger(__name__)
@@ -52,11 +57,25 @@ _TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 # the properties (a JSON string's own quotes are escaped, so only the envelope matches).
 _TAIL_BYTES = 8192
 _TAIL_ID = re.compile(rb'"correlation_id":\s*"([^"\\]{1,128})"')
+# The error type of a body over the inline limit: the child refuses one the same way, as
+# tasks.errors.PayloadTooLarge (a unit test holds the two names equal).
+PAYLOAD_TOO_LARGE = "PayloadTooLarge"
+# A body too long to decode still names its document id first when a client of ours wrote it
+# (``[[{"document_id": ...``): read from its first characters only.
+_HEAD_CHARS = 1024
+_LEADING_ID = re.compile(r'\A\s*\[\s*\[\s*\{\s*"document_id"\s*:\s*"([^"\\]{1,256})"')
 
 
 class MessageRefused(Exception):
-    """A message the worker refused before its document id could be read (Celery's FAILURE
-    state of its task id carries it)."""
+    """A message the worker parent refused (Celery's FAILURE state of its task id carries it)."""
+
+
+class Refusal(NamedTuple):
+    """Why a message is refused; ``error_type``: the type of the FAILURE record stored when its
+    document id can still be read without decoding the body (None: it cannot)."""
+
+    reason: str
+    error_type: str | None = None
 
 
 def envelope_limit(body_limit: int) -> int:
@@ -108,30 +127,47 @@ def body_length(body: Any, body_encoding: Any) -> int:
     return len(body)
 
 
-def refusal(message: Any, body_limit: int) -> str | None:
+def leading_document_id(body: Any, body_encoding: Any) -> str | None:
+    """The document id a task body names first (``[[{"document_id": "..."``, as the clients write
+    it), read from the body's first characters without decoding the rest; None otherwise."""
+    if not isinstance(body, str):
+        return None
+    head = body[:_HEAD_CHARS]
+    if body_encoding == "base64":
+        try:
+            head = base64.b64decode(head[:len(head) // 4 * 4]).decode("utf-8", "replace")
+        except (binascii.Error, ValueError):
+            return None
+    found = _LEADING_ID.match(head)
+    return found.group(1) if found and is_valid_document_id(found.group(1)) else None
+
+
+def refusal(message: Any, body_limit: int) -> Refusal | None:
     """Why the worker refuses this envelope (kombu's decoded JSON) before kombu builds a message
     from it, or None."""
     if not isinstance(message, dict):
-        return f"the message is a JSON {type(message).__name__}, not kombu's envelope (an object)"
+        return Refusal(f"the message is a JSON {type(message).__name__}, not kombu's envelope (an object)")
     if REFUSED_MARKER in message:
-        return str(message[REFUSED_MARKER])
+        return Refusal(str(message[REFUSED_MARKER]))
     headers, properties = message.get("headers"), message.get("properties")
     if not isinstance(headers, dict) or not isinstance(properties, dict) \
             or not isinstance(properties.get("delivery_info", {}), dict) or "delivery_tag" not in properties:
-        return "the envelope's headers or properties are not what kombu writes (objects, with a delivery tag)"
+        return Refusal("the envelope's headers or properties are not what kombu writes (objects, with a "
+                       "delivery tag)")
     if headers.get("compression"):
-        return (f"compressed body (header compression: {str(headers['compression'])[:60]!r}): workers "
-                "never inflate a body; send the request as plain JSON, or by reference")
+        return Refusal(f"compressed body (header compression: {str(headers['compression'])[:60]!r}): "
+                       "workers never inflate a body; send the request as plain JSON, or by reference")
     content_type = message.get("content-type")
     if content_type != JSON_CONTENT_TYPE:
-        return f"content type {str(content_type)[:60]!r}: workers accept {JSON_CONTENT_TYPE} only"
+        return Refusal(f"content type {str(content_type)[:60]!r}: workers accept {JSON_CONTENT_TYPE} only")
     body = message.get("body")
     if body is not None and not isinstance(body, str):
-        return f"the body is a JSON {type(body).__name__}, not the encoded text kombu writes"
+        return Refusal(f"the body is a JSON {type(body).__name__}, not the encoded text kombu writes")
     size = body_length(body, properties.get("body_encoding"))
     if size > body_limit:
-        return (f"body of {size} bytes, over the {body_limit}-byte inline limit "
-                "(LONGPARSER_MAX_INLINE_BYTES); not decoded: send the request by reference")
+        return Refusal(f"payload is a body of {size} bytes, over the {body_limit}-byte inline limit "
+                       "(LONGPARSER_MAX_INLINE_BYTES), refused before it was decoded; send it by reference",
+                       PAYLOAD_TOO_LARGE)
     return None
 
 
@@ -167,11 +203,14 @@ class _Once:
 def admit(message: Any, queue: str, body_limit: int) -> bool:
     """The transport's check of one envelope taken from ``queue`` (see the module doc): False
     when it is refused (recorded here; the caller drops it), else True, the envelope made safe."""
-    reason = refusal(message, body_limit)
-    if reason is not None:
+    refused = refusal(message, body_limit)
+    if refused is not None:
         task_id = message.get("task_id") if isinstance(message, dict) and REFUSED_MARKER in message \
             else task_id_of(message)
-        refuse(readable_task_id(task_id), queue, reason)
+        document_id = None
+        if refused.error_type is not None:  # the envelope is kombu's: its body may name its document
+            document_id = leading_document_id(message.get("body"), message["properties"].get("body_encoding"))
+        refuse(readable_task_id(task_id), queue, refused, document_id)
         return False
     changed = strip_scheduling_headers(message["headers"])
     if changed and not _Once.warned:
@@ -195,18 +234,39 @@ def count_unreadable(store: Any) -> None:
         logger.warning("could not count an unreadable message (%s: %s)", type(exc).__name__, exc)
 
 
-def refuse(task_id: str | None, queue: str, reason: str) -> None:
-    """Record a message refused in the worker parent: one log line, the count, and Celery's
-    FAILURE state of its task id (when it names one)."""
-    logger.warning("task %s from queue %s refused before its document id could be read: %s (counted in "
-                   "longparser_unreadable_messages_total)", task_id or "(no readable task id)", queue, reason)
+def store_refusal(store: Any, document_id: str, task_id: str | None, refused: Refusal) -> bool:
+    """The FAILURE record (and its completion event) of a refused message whose document id
+    could be read; False when it could not be stored (said in the log)."""
+    error_type = refused.error_type or MessageRefused.__name__
+    record = failure_record(document_id, task_id, error_type, refused.reason)
+    try:
+        store.save_record(record)
+    except Exception as exc:
+        logger.warning("document %s: the FAILURE record of refused task %s was not stored (%s: %s)",
+                       document_id, task_id, type(exc).__name__, exc)
+        return False
+    return True
+
+
+def refuse(task_id: str | None, queue: str, refused: Refusal, document_id: str | None = None) -> None:
+    """Record a message refused in the worker parent: its FAILURE record when its document id
+    could be read, else one log line and the count; and Celery's FAILURE state of its task id
+    (when it names one)."""
     app = compat.current_app()
     context = getattr(app, "context", None)  # the worker app's own attribute (None before worker_init)
-    if context is not None:
-        count_unreadable(context.store)
+    if document_id is not None and context is not None \
+            and store_refusal(context.store, document_id, task_id, refused):
+        logger.info("document %s refused (task %s): %s: %s", document_id, task_id, refused.error_type,
+                    refused.reason)
+    else:
+        logger.warning("task %s from queue %s refused before its document id could be read: %s (counted in "
+                       "longparser_unreadable_messages_total)", task_id or "(no readable task id)", queue,
+                       refused.reason)
+        if context is not None:
+            count_unreadable(context.store)
     if task_id is not None:
         try:
-            app.backend.mark_as_failure(task_id, MessageRefused(reason))
+            app.backend.mark_as_failure(task_id, MessageRefused(refused.reason))
         except Exception as exc:
             logger.warning("task %s: its FAILURE state was not stored (%s: %s)", task_id, type(exc).__name__,
                            exc)
@@ -224,5 +284,5 @@ class RefusingConsumer(compat.CeleryConsumer):
         headers = message.headers if isinstance(message.headers, dict) else {}
         queue = (message.delivery_info or {}).get("routing_key") or "?"
         refuse(readable_task_id(headers.get("id")), str(queue),
-               f"the body cannot be decoded ({type(exc).__name__}: {str(exc)[:200]})")
+               Refusal(f"the body cannot be decoded ({type(exc).__name__}: {str(exc)[:200]})"))
         message.ack()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import fakeredis
@@ -51,8 +52,31 @@ def test_a_plain_task_envelope_is_admitted() -> None:
     (envelope("x" * (LIMIT + 3), encoding="base64"), f"body of {LIMIT + 3} bytes"),
 ])
 def test_refused_envelopes_say_why_in_one_line(message: Any, words: str) -> None:
-    reason = inbound.refusal(message, LIMIT)
-    assert reason is not None and words in reason and "\n" not in reason
+    refused = inbound.refusal(message, LIMIT)
+    assert refused is not None and words in refused.reason and "\n" not in refused.reason
+    # only a body over the limit can still name its document (no other refusal reads the body)
+    assert refused.error_type == (inbound.PAYLOAD_TOO_LARGE if "inline limit" in refused.reason else None)
+
+
+def test_the_parent_refuses_a_long_body_as_the_child_would() -> None:
+    from tasks.errors import PayloadTooLarge
+
+    assert PayloadTooLarge.__name__ == inbound.PAYLOAD_TOO_LARGE
+
+
+@pytest.mark.parametrize(("body", "encoding", "found"), [
+    ('[[{"document_id": "tenant-a.report", "blocks": [', None, "tenant-a.report"),
+    ('[ [ {"document_id":"d1"', "base64", "d1"),
+    ('[[{"blocks": [], "document_id": "d1"}]]', None, None),  # not first: not read
+    ('[[{"document_id": "a b"', None, None),  # not a usable id
+    ('[[{"document_id": "tenant\\nx"', None, None),  # escapes are never part of an id
+    ('[[{"document_id": "' + "x" * 2000 + '"', None, None),  # beyond the head
+])
+def test_a_long_body_names_its_document_only_first_and_whole(body: str, encoding: str | None,
+                                                             found: str | None) -> None:
+    if encoding == "base64":
+        body = base64.b64encode(body.encode()).decode()
+    assert inbound.leading_document_id(body, encoding) == found
 
 
 def test_the_body_limit_is_the_decoded_length() -> None:
@@ -70,8 +94,10 @@ def test_a_raw_message_over_the_envelope_limit_is_replaced_before_it_is_decoded(
     long = json.dumps(envelope("x" * (limit + 1))).encode()
     replaced = json.loads(inbound.screen_pop_reply(long, limit))
     assert replaced["task_id"] == "task-1"  # from the properties at the envelope's end
-    reason = inbound.refusal(replaced, LIMIT)
-    assert reason is not None and f"message of {len(long)} bytes, over the {limit}-byte limit" in reason
+    refused = inbound.refusal(replaced, LIMIT)
+    assert refused is not None
+    assert f"message of {len(long)} bytes, over the {limit}-byte limit" in refused.reason
+    assert refused.error_type is None  # nothing of it was decoded: its document id cannot be read
     hostile = json.dumps({"properties": {"correlation_id": "a b\nc"}, "body": "x" * limit}).encode()
     assert json.loads(inbound.screen_pop_reply(hostile, limit))["task_id"] is None  # not a usable id
 
@@ -119,7 +145,10 @@ def test_admit_refuses_and_records(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(inbound, "refuse", lambda *args: refused.append(args))
     assert not inbound.admit(envelope(headers={"compression": "zlib"}), "chunking", LIMIT)
     assert not inbound.admit(json.loads(inbound.screen_pop_reply(b"y" * 10**6, 1000)), "chunking", LIMIT)
-    assert [(task_id, queue) for task_id, queue, _ in refused] == [("task-1", "chunking"), (None, "chunking")]
+    long = '[[{"document_id": "d-long", "blocks": ["' + "x" * LIMIT + '"]}], {}, {}]'
+    assert not inbound.admit(envelope(long, encoding="base64"), "chunking", LIMIT)
+    assert [(task_id, queue, document_id) for task_id, queue, _, document_id in refused] == [
+        ("task-1", "chunking", None), (None, "chunking", None), ("task-1", "chunking", "d-long")]
 
 
 def test_unreadable_messages_are_counted_in_the_store() -> None:
@@ -149,3 +178,27 @@ def test_the_worker_transport_gets_the_inline_limit() -> None:
     settings = Settings(max_inline_bytes=2048, reference_threshold_bytes=1024)
     assert celery_config(settings)["broker_transport_options"][BODY_LIMIT_OPTION] == 2048 \
         == inline_body_limit(settings)
+
+
+def test_a_refusal_is_recorded_under_its_document_or_counted(monkeypatch: pytest.MonkeyPatch,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    store = ResultStore(fakeredis.FakeRedis(), "lp", 60)
+    marked: list[tuple[str, str, str]] = []
+    backend = SimpleNamespace(mark_as_failure=lambda task_id, exc: marked.append(
+        (task_id, type(exc).__name__, str(exc))))
+    monkeypatch.setattr(inbound.compat, "current_app",
+                        lambda: SimpleNamespace(context=SimpleNamespace(store=store), backend=backend))
+    with caplog.at_level("INFO", logger=inbound.__name__):
+        inbound.refuse("t-1", "chunking", inbound.Refusal("compressed body"))
+        inbound.refuse("t-2", "chunking", inbound.Refusal("body too long", inbound.PAYLOAD_TOO_LARGE), "d-1")
+        inbound.refuse(None, "chunking", inbound.Refusal("not an envelope"))
+    assert int(store.client.get(unreadable_messages_key("lp"))) == 2  # t-1 and the one without a task id
+    record = store.load_record("d-1")
+    assert record is not None and (record["status"], record["task_id"], record["error"]) == (
+        "FAILURE", "t-2", {"type": "PayloadTooLarge", "message": "body too long"})
+    assert [fields[b"document_id"] for _, fields in store.client.xrange(store.events_key)] == [b"d-1"]
+    assert marked == [("t-1", "MessageRefused", "compressed body"),
+                      ("t-2", "MessageRefused", "body too long")]
+    unread = [r.getMessage() for r in caplog.records if "could be read" in r.getMessage()]
+    assert len(unread) == 2 and "task t-1 from queue chunking" in unread[0]
+    assert "no readable task id" in unread[1]
