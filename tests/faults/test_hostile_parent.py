@@ -65,6 +65,7 @@ from tests.faults.hostile import (
     push_raw,
     raw_message,
     record_summary,
+    rss_bytes,
     task_body,
     task_headers,
     wait_for,
@@ -324,6 +325,35 @@ def test_a_body_over_the_inline_limit_is_refused_before_it_is_decoded(
         assert lp.unreadable() == 0, "a document with its record is not counted as unreadable"
         state = lp.celery_state(task_id) or {}
         assert state.get("status") == "FAILURE", state
+
+
+def test_a_100_mib_inline_body_is_refused_by_its_raw_length(space: Any,
+                                                            hostile_report: HostileReport) -> None:
+    # The default inline limit (16 MiB): the raw message (133 MiB of base64) is refused as Redis
+    # returns it; kombu never decodes its envelope, Celery never its body. Over 1 MB, so not under
+    # the 64 MB bound while it is read; what the parent keeps afterwards is.
+    with fleet(space, "inline-100mib") as lp:
+        document_id = f"{lp.prefix}-huge"
+        body = task_body({"document_id": document_id,
+                          "blocks": [{"block_id": "b", "type": "paragraph", "text": "x" * (100 * MB)}]})
+        task_id = str(uuid.uuid4())
+        sampler = RssSampler(lp.worker.popen.pid).start()
+        size = lp.push(body, task_id)
+        del body
+        settle(lp, 120)
+        wait_for(lambda: lp.unreadable(), 10)
+        time.sleep(1)
+        kept = (rss_bytes(lp.worker.popen.pid) or 0) - sampler.parent_base
+        sampler.stop()
+        hostile_report(HostileRow("inline body of 100 MiB (default limit 16 MiB)", size,
+                                  sampler.parent_growth, sampler.child_growth,
+                                  deliveries([lp.worker], task_id), record_summary(lp.record(document_id)),
+                                  f"{refusal_note(lp, task_id)}; parent kept {kept / MB:.0f} MB"))
+        assert_refused_unread(lp, task_id, "limit of a raw message")
+        assert sampler.child_growth < RSS_BOUND_BYTES
+        # Reading the reply costs the parent a few copies of it for a moment (redis-py's socket
+        # buffer); nothing of it is decoded, and nothing is kept.
+        assert kept < RSS_BOUND_BYTES
 
 
 def test_a_one_megabyte_document_costs_under_64_mb(space: Any, hostile_report: HostileReport) -> None:
