@@ -4,8 +4,8 @@ The fleet's guarantees (docs/operations.md: nothing lost when Redis restarts, go
 worker is stopped) rest on behaviours of kombu's Redis transport and Celery's worker that their
 public API does not offer. Each is reached here through one accessor whose comment names the
 upstream issue, or the upstream behaviour, it works around; :mod:`worker.transport`,
-:mod:`worker.restore`, :mod:`worker.lease`, :mod:`worker.signals` and :mod:`tasks.chunk` use
-only these.
+:mod:`worker.restore`, :mod:`worker.lease`, :mod:`worker.inbound`, :mod:`worker.signals` and
+:mod:`tasks.chunk` use only these.
 
 Two checks keep an upgrade from switching a guarantee off without an error:
 

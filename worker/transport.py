@@ -26,6 +26,12 @@ to put back on reconnect), keeps the raw message whose unacked entry could not b
 sends the acknowledgements and rejections of an old channel through the channel that replaced
 it (``successor``). An acknowledgement that still cannot be
 written is logged and the message stays held: it is delivered again (at-least-once), never lost.
+
+What a producer pushes is checked here too, before kombu decodes it (:mod:`worker.inbound`): a
+raw message too long to decode is dropped as Redis returns it (:class:`ScreenedPops`), and each
+envelope is refused, or made safe and routed back only to the queue it came from, before kombu
+builds its message (:class:`AdmittingTransport`).
+
 The worker app selects these classes (``broker_transport``); producers use kombu's own. Every
 kombu internal this needs is reached through :mod:`worker.celery_compat`.
 """
