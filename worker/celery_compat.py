@@ -29,7 +29,7 @@ import json
 import logging
 import re
 import warnings
-from collections.abc import Callable, Iterable, Iterator, MutableMapping
+from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -272,34 +272,23 @@ class ReusedClient:
 # (``Channel._brpop_read``), hands it to ``Transport._deliver`` with the queue it came from, and
 # builds a ``Message`` that inflates a body with a ``compression`` header; Celery then decodes the
 # body in the worker parent. No public hook sees a message before any of that: the transport's
-# redis-py clients get a response callback for the pops (redis-py's public
-# ``set_response_callback``), and the worker's Transport classes override ``_deliver``
-# (worker/inbound.py says what is refused there).
-
-POPPING_COMMANDS = ("BRPOP", "RPOP")
+# redis-py clients get a response callback for ``BRPOP``, the only way a consuming worker takes
+# a message (redis-py's public ``set_response_callback``), and the worker's Transport classes
+# override ``_deliver`` (worker/inbound.py says what is refused there).
 
 
 def screen_pops(client: Any, screen: Callable[[Any], Any]) -> None:
-    """Have ``client`` pass the message of every ``BRPOP`` and ``RPOP`` reply through ``screen``
-    before kombu decodes it (kombu's ``_brpop_read`` and ``_get`` decode what the client returns).
+    """Have ``client`` pass the message of every ``BRPOP`` reply (``[queue key, message]``)
+    through ``screen`` before kombu's ``_brpop_read`` decodes it; redis-py's own callback for
+    ``BRPOP``, if any, then runs on the screened reply."""
+    previous = client.response_callbacks.get("BRPOP")
 
-    ``BRPOP`` replies ``[queue key, message]``, ``RPOP`` the message; redis-py's own callback for
-    the command, if any, then runs on the screened reply.
-    """
-    def screened(command: str) -> Callable[..., Any]:
-        previous = client.response_callbacks.get(command)
+    def callback(response: Any, **options: Any) -> Any:
+        if response:
+            response = [response[0], screen(response[1])]
+        return previous(response, **options) if previous is not None else response
 
-        def callback(response: Any, **options: Any) -> Any:
-            if command == "BRPOP" and response:
-                response = [response[0], screen(response[1])]
-            elif command == "RPOP" and response is not None:
-                response = screen(response)
-            return previous(response, **options) if previous is not None else response
-
-        return callback
-
-    for command in POPPING_COMMANDS:
-        client.set_response_callback(command, screened(command))
+    client.set_response_callback("BRPOP", callback)
 
 
 def transport_option(transport: Any, name: str) -> Any:
@@ -309,6 +298,15 @@ def transport_option(transport: Any, name: str) -> Any:
     the channels copy only the ones they know.
     """
     return transport.client.transport_options.get(name)
+
+
+def consumed_task_queues() -> Collection[str]:
+    """Names of the task queues this process's worker consumes (``-Q``, else ``task_queues``).
+
+    ``app.amqp.queues.consume_from`` (public) is what Celery's worker builds its task consumer
+    from; the worker's other deliveries (remote control, events) come from fanout queues.
+    """
+    return current_app().amqp.queues.consume_from.keys()
 
 
 # The consumer class the documented ``worker_consumer`` setting names by default; the worker's

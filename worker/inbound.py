@@ -10,9 +10,11 @@ in full (its strategy reads it to tell task protocols apart) and schedules by th
 
 1. the raw message (its bytes as ``BRPOP`` returned them) is at most :func:`envelope_limit` of
    the inline limit, checked before kombu decodes its JSON envelope (:func:`screen_pop_reply`);
-2. the envelope is a JSON object with object headers and properties, a JSON body
+2. the envelope is a JSON object with object headers and properties, a task message of Celery's
+   protocol 2 (a ``task`` header: protocol 1 carries its schedule in the body), a JSON body
    (``application/json``), no ``compression`` header, and a body no longer than the inline limit
-   (:func:`refusal`), checked before kombu builds its message;
+   (:func:`refusal`), checked before kombu builds its message (the worker's remote-control and
+   event messages, which come from fanout queues, for their size and encoding only);
 3. the scheduling headers a producer may not set are reset to what Celery's own ``send_task``
    sends (:func:`strip_scheduling_headers`), logged once per worker process;
 4. the message is routed back, should the worker put it back, to the queue it was taken from
@@ -101,7 +103,7 @@ def task_id_of(message: Any) -> str | None:
 
 
 def screen_pop_reply(item: Any, limit: int) -> Any:
-    """``item`` (a raw message as ``BRPOP``/``RPOP`` read it), or, when it is longer than
+    """``item`` (a raw message as ``BRPOP`` read it), or, when it is longer than
     ``limit``, a small envelope saying why it is refused (recognised by :func:`refusal`).
 
     The long message's bytes are dropped here: kombu never decodes its envelope."""
@@ -142,9 +144,10 @@ def leading_document_id(body: Any, body_encoding: Any) -> str | None:
     return found.group(1) if found and is_valid_document_id(found.group(1)) else None
 
 
-def refusal(message: Any, body_limit: int) -> Refusal | None:
+def refusal(message: Any, body_limit: int, task_queue: bool = True) -> Refusal | None:
     """Why the worker refuses this envelope (kombu's decoded JSON) before kombu builds a message
-    from it, or None."""
+    from it, or None. ``task_queue``: it comes from a task queue (not the worker's remote control
+    or events), so it must be a Celery protocol 2 task message."""
     if not isinstance(message, dict):
         return Refusal(f"the message is a JSON {type(message).__name__}, not kombu's envelope (an object)")
     if REFUSED_MARKER in message:
@@ -154,6 +157,11 @@ def refusal(message: Any, body_limit: int) -> Refusal | None:
             or not isinstance(properties.get("delivery_info", {}), dict) or "delivery_tag" not in properties:
         return Refusal("the envelope's headers or properties are not what kombu writes (objects, with a "
                        "delivery tag)")
+    if task_queue and not isinstance(headers.get("task"), str):
+        # Celery's protocol 1 carries eta, expires and time limits in the body, out of reach of
+        # the checks below; every Celery release since 4.0 and celery-node send protocol 2.
+        return Refusal("no task header: workers take Celery task messages of protocol 2 only "
+                       "(headers.task and headers.id)")
     if headers.get("compression"):
         return Refusal(f"compressed body (header compression: {str(headers['compression'])[:60]!r}): "
                        "workers never inflate a body; send the request as plain JSON, or by reference")
@@ -200,10 +208,12 @@ class _Once:
     warned = False
 
 
-def admit(message: Any, queue: str, body_limit: int) -> bool:
+def admit(message: Any, queue: str, body_limit: int, task_queue: bool = True) -> bool:
     """The transport's check of one envelope taken from ``queue`` (see the module doc): False
-    when it is refused (recorded here; the caller drops it), else True, the envelope made safe."""
-    refused = refusal(message, body_limit)
+    when it is refused (recorded here; the caller drops it), else True, the envelope made safe.
+    ``task_queue``: ``queue`` is one of the worker's task queues (the worker's remote-control
+    and event messages are checked for their size and encoding only)."""
+    refused = refusal(message, body_limit, task_queue)
     if refused is not None:
         task_id = message.get("task_id") if isinstance(message, dict) and REFUSED_MARKER in message \
             else task_id_of(message)
@@ -212,6 +222,8 @@ def admit(message: Any, queue: str, body_limit: int) -> bool:
             document_id = leading_document_id(message.get("body"), message["properties"].get("body_encoding"))
         refuse(readable_task_id(task_id), queue, refused, document_id)
         return False
+    if not task_queue:
+        return True
     changed = strip_scheduling_headers(message["headers"])
     if changed and not _Once.warned:
         _Once.warned = True

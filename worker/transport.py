@@ -179,7 +179,8 @@ class AdmittingTransport:
     before kombu builds its message."""
 
     def _deliver(self, message: Any, queue: Any) -> None:
-        if queue and not inbound.admit(message, str(queue), body_limit(self)):
+        if queue and not inbound.admit(message, str(queue), body_limit(self),
+                                       task_queue=queue in compat.consumed_task_queues()):
             return  # refused and recorded: nothing of it is decoded further, nothing runs
         super()._deliver(message, queue)  # type: ignore[misc]
 

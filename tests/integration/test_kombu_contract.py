@@ -44,6 +44,7 @@ from typing import Any
 
 import pytest
 import redis
+from celery import Celery
 from kombu import Connection, Exchange, Producer, Queue
 from kombu import Consumer as Consumer_
 from kombu.utils import json as kombu_json
@@ -403,11 +404,29 @@ def raw_envelope(body: str, *, task_id: str, headers: dict[str, Any] | None = No
                        "delivery_info": {"exchange": "", "routing_key": routing_key}, "priority": 0}})
 
 
+@contextlib.contextmanager
+def consuming_task_queue(queue: str) -> Iterator[None]:
+    """The process's current Celery app consuming ``queue`` as a task queue, as a worker's does
+    (the transport checks task queues' messages as tasks)."""
+    previous = compat.current_app()
+    app = Celery("contract", set_as_current=True)
+    app.conf.task_queues = [Queue(queue, routing_key=queue)]
+    try:
+        yield
+    finally:
+        previous.set_current()
+
+
 def check_admission(server: Server, key_prefix: str = "") -> None:
-    """What the worker's transport takes from a queue: a compressed body, a body over the inline
-    limit and a raw message over the envelope limit never reach the consumer; the producer's
-    scheduling headers are reset; a message put back goes to the queue it came from, not where
-    its routing key points."""
+    """What the worker's transport takes from a task queue: a compressed body, a body over the
+    inline limit, a raw message over the envelope limit and a message of Celery's protocol 1
+    never reach the consumer; the producer's scheduling headers are reset; a message put back
+    goes to the queue it came from, not where its routing key points."""
+    with consuming_task_queue(QUEUE):
+        _check_admission(server, key_prefix)
+
+
+def _check_admission(server: Server, key_prefix: str) -> None:
     consumer = connect(server, key_prefix, max_inline_bytes=1024, reference_threshold_bytes=1024)
     client = server.client()
     good = '[[{"document_id": "d"}], {}, {}]'
@@ -417,6 +436,8 @@ def check_admission(server: Server, key_prefix: str = "") -> None:
         raw_envelope("H4sIAAAAAAAA", task_id="gzip", headers={"compression": "application/x-gzip"}),
         raw_envelope("[" * 1025, task_id="too-long"),
         raw_envelope(good, task_id="raw-too-long", headers={"pad": "p" * (2 * 1024 + 300_000)}),
+        raw_envelope('{"task": "t", "id": "protocol-1", "args": [], "eta": "2027-01-01T00:00:00"}',
+                     task_id="protocol-1", headers={"task": None}),
     ]
     for item in pushed:
         client.lpush(key_prefix + QUEUE, item)

@@ -46,6 +46,7 @@ def test_a_plain_task_envelope_is_admitted() -> None:
     ({"body": "x", "headers": "h", "properties": {}}, "headers or properties"),
     ({**envelope(), "properties": {"delivery_info": {}}}, "delivery tag"),
     (envelope(headers={"compression": "application/x-gzip"}), "compressed body"),
+    (envelope(headers={"task": None}), "protocol 2 only"),
     (envelope(content_type="application/x-python-serialize"), "accept application/json only"),
     ({**envelope(), "body": ["decoded"]}, "JSON list, not the encoded text"),
     (envelope("x" * (LIMIT + 1)), f"over the {LIMIT}-byte inline limit"),
@@ -138,6 +139,20 @@ def test_admit_strips_routes_and_logs_once(caplog: pytest.LogCaptureFixture, mon
     assert first["properties"]["delivery_info"]["routing_key"] == "chunking"
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 1 and "the producer set eta, timelimit" in lines[0] and "task-1" in lines[0]
+
+
+def test_remote_control_and_events_are_checked_for_size_and_encoding_only(monkeypatch: pytest.MonkeyPatch
+                                                                         ) -> None:
+    refused: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(inbound, "refuse", lambda *args: refused.append(args))
+    control = envelope(headers={"task": None, "clock": 3, "expires": 1.0e9})
+    del control["headers"]["task"]
+    assert inbound.admit(control, "node@host.celery.pidbox", LIMIT, task_queue=False)
+    assert control["headers"]["expires"] == 1.0e9  # a control message's expiry is kombu's own
+    assert control["properties"]["delivery_info"]["routing_key"] == "chunking"  # nothing rerouted
+    assert not inbound.admit(envelope(headers={"compression": "zlib"}), "celeryev.x", LIMIT, task_queue=False)
+    assert not inbound.admit(envelope("x" * (LIMIT + 1)), "celeryev.x", LIMIT, task_queue=False)
+    assert len(refused) == 2
 
 
 def test_admit_refuses_and_records(monkeypatch: pytest.MonkeyPatch) -> None:
