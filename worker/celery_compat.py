@@ -310,8 +310,9 @@ def consumed_task_queues() -> Collection[str]:
 
 
 # The consumer class the documented ``worker_consumer`` setting names by default; the worker's
-# own (worker/inbound.py) overrides only ``on_decode_error``, which Celery calls for a message
-# kombu could not build or whose body it could not decode.
+# own (worker/inbound.py) overrides ``on_decode_error``, which Celery calls for a message kombu
+# could not build or whose body it could not decode, and wraps the handler ``create_task_handler``
+# returns (Celery's event loop calls it with each task message) to check the body first.
 CeleryConsumer = celery_consumer.Consumer
 
 
@@ -491,6 +492,7 @@ INTERNALS: tuple[Internal, ...] = (
     Internal(virtual.Transport, "_deliver", ("self", "message", "queue")),
     Internal(kombu_redis.Channel, "_brpop_read", ("self",)),
     Internal(celery_consumer.Consumer, "on_decode_error", ("self", "message", "exc")),
+    Internal(celery_consumer.Consumer, "create_task_handler", ("self", "promise")),
     # overridden by worker/transport.py: kombu must still call them, with these arguments
     Internal(kombu_redis.Channel, "conn_or_acquire", ("self", "client")),
     Internal(kombu_redis.QoS, "append", ("self", "message", "delivery_tag")),

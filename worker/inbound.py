@@ -19,8 +19,9 @@ in full (its strategy reads it to tell task protocols apart) and schedules by th
    sends (:func:`strip_scheduling_headers`), logged once per worker process;
 4. the message is routed back, should the worker put it back, to the queue it was taken from
    (:func:`route_back_to`), whatever exchange and routing key its producer wrote;
-5. a body Celery then cannot decode (too deeply nested, not JSON, not UTF-8) is refused by
-   :class:`worker.celery_compat.CeleryConsumer`'s decode-error path (:class:`RefusingConsumer`).
+5. a body Celery then cannot decode (too deeply nested, not JSON, not UTF-8) or unpack (not
+   ``[args, kwargs, embed]``) is refused by the worker's consumer before Celery reads it
+   (:class:`RefusingConsumer`: the decoded body is kept for Celery, not decoded twice).
 
 A refused message is dropped (nothing of it is decoded further, nothing runs). A body over the
 inline limit that names its document id first, as the clients write it, gets that document's
@@ -66,6 +67,15 @@ PAYLOAD_TOO_LARGE = "PayloadTooLarge"
 # (``[[{"document_id": ...``): read from its first characters only.
 _HEAD_CHARS = 1024
 _LEADING_ID = re.compile(r'\A\s*\[\s*\[\s*\{\s*"document_id"\s*:\s*"([^"\\]{1,256})"')
+
+
+_JSON_TYPES = {dict: "object", list: "array", str: "string", int: "number", float: "number",
+               bool: "boolean", type(None): "null"}
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a decoded value's type (``object``, ``array``, ...)."""
+    return _JSON_TYPES.get(type(value), type(value).__name__)
 
 
 class MessageRefused(Exception):
@@ -149,7 +159,7 @@ def refusal(message: Any, body_limit: int, task_queue: bool = True) -> Refusal |
     from it, or None. ``task_queue``: it comes from a task queue (not the worker's remote control
     or events), so it must be a Celery protocol 2 task message."""
     if not isinstance(message, dict):
-        return Refusal(f"the message is a JSON {type(message).__name__}, not kombu's envelope (an object)")
+        return Refusal(f"the message is a JSON {json_type(message)}, not kombu's envelope (an object)")
     if REFUSED_MARKER in message:
         return Refusal(str(message[REFUSED_MARKER]))
     headers, properties = message.get("headers"), message.get("properties")
@@ -170,7 +180,7 @@ def refusal(message: Any, body_limit: int, task_queue: bool = True) -> Refusal |
         return Refusal(f"content type {str(content_type)[:60]!r}: workers accept {JSON_CONTENT_TYPE} only")
     body = message.get("body")
     if body is not None and not isinstance(body, str):
-        return Refusal(f"the body is a JSON {type(body).__name__}, not the encoded text kombu writes")
+        return Refusal(f"the body is a JSON {json_type(body)}, not the encoded text kombu writes")
     size = body_length(body, properties.get("body_encoding"))
     if size > body_limit:
         return Refusal(f"payload is a body of {size} bytes, over the {body_limit}-byte inline limit "
@@ -180,14 +190,16 @@ def refusal(message: Any, body_limit: int, task_queue: bool = True) -> Refusal |
 
 
 def strip_scheduling_headers(headers: dict[str, Any]) -> list[str]:
-    """Reset the scheduling headers ``headers`` has to what Celery's ``send_task`` sends; the
-    names of those a producer had set to something else."""
-    changed = []
+    """Set the scheduling headers to what Celery's ``send_task`` sends; the names of those a
+    producer had set to something else.
+
+    Set even when absent: Celery reads a body that is a JSON object with ``args`` as a "hybrid"
+    message and takes its schedule from the body, unless the headers name one.
+    """
+    changed = [name for name, empty in SCHEDULING_HEADERS.items()
+               if headers.get(name) not in (empty, None, [])]
     for name, empty in SCHEDULING_HEADERS.items():
-        if name in headers:
-            if headers[name] not in (empty, None, []):
-                changed.append(name)
-            headers[name] = list(empty) if isinstance(empty, list) else empty
+        headers[name] = list(empty) if isinstance(empty, list) else empty
     return changed
 
 
@@ -284,17 +296,52 @@ def refuse(task_id: str | None, queue: str, refused: Refusal, document_id: str |
                            exc)
 
 
-class RefusingConsumer(compat.CeleryConsumer):
-    """Celery's worker consumer, refusing a body it cannot decode as any other refusal.
+def task_body_problem(message: Any) -> str | None:
+    """Why the body of a task message (kombu's, decoded here once: Celery reads the same decoded
+    value after) is not Celery's protocol 2 ``[args, kwargs, embed]``, or None.
 
-    Celery's own ``on_decode_error`` logs the whole message at CRITICAL and acknowledges it:
-    no count, no state for its task id. This records the refusal (:func:`refuse`) and
-    acknowledges it the same way (selected by the documented ``worker_consumer`` setting).
+    Celery unpacks it in the parent without a check of its own: a body like ``[1]`` raised out
+    of its consumer and stopped the worker ("Unrecoverable error"); a JSON object with ``args``
+    is read as a "hybrid" message whose schedule comes from the body.
+    """
+    try:
+        body = message.payload
+    except Exception as exc:
+        return f"the body cannot be decoded ({type(exc).__name__}: {str(exc)[:200]})"
+    if not (isinstance(body, list) and len(body) == 3 and isinstance(body[0], list)
+            and isinstance(body[1], dict) and isinstance(body[2], dict)):
+        shape = f"{json_type(body)} of {len(body)}" if isinstance(body, list) else json_type(body)
+        return (f"the body is a JSON {shape}, not Celery's [args, kwargs, embed] (an array, an object, "
+                "an object)")
+    return None
+
+
+def refuse_message(message: Any, reason: str) -> None:
+    """Refuse a message kombu built (:func:`refuse`) and acknowledge it: nothing of it runs."""
+    headers = message.headers if isinstance(message.headers, dict) else {}
+    queue = (message.delivery_info or {}).get("routing_key") or "?"
+    refuse(readable_task_id(headers.get("id")), str(queue), Refusal(reason))
+    message.ack()
+
+
+class RefusingConsumer(compat.CeleryConsumer):
+    """Celery's worker consumer, refusing a task body it cannot decode or unpack as any other
+    refusal (selected by the documented ``worker_consumer`` setting).
+
+    Celery's own ``on_decode_error`` logs the whole message at CRITICAL and acknowledges it: no
+    count, no state for its task id; a body it can decode but not unpack stops the worker.
     """
 
+    def create_task_handler(self, *args: Any, **kwargs: Any) -> Any:
+        handle = super().create_task_handler(*args, **kwargs)
+
+        def on_task_received(message: Any) -> Any:
+            problem = task_body_problem(message)
+            if problem is not None:
+                return refuse_message(message, problem)
+            return handle(message)
+
+        return on_task_received
+
     def on_decode_error(self, message: Any, exc: BaseException) -> None:
-        headers = message.headers if isinstance(message.headers, dict) else {}
-        queue = (message.delivery_info or {}).get("routing_key") or "?"
-        refuse(readable_task_id(headers.get("id")), str(queue),
-               Refusal(f"the body cannot be decoded ({type(exc).__name__}: {str(exc)[:200]})"))
-        message.ack()
+        refuse_message(message, f"the body cannot be decoded ({type(exc).__name__}: {str(exc)[:200]})")

@@ -202,6 +202,17 @@ def assert_still_serves(fleet: Fleet) -> None:
     assert record is not None and record["status"] == "SUCCESS"
 
 
+def slow_document(document_id: str, paragraphs: int = 4, words: int = 200_000) -> dict[str, Any]:
+    """A request of a few MB that takes the engine seconds: long paragraphs of short sentences,
+    cut into strict 64-token chunks (about 6 s for the default on an idle core)."""
+    vocabulary = ("ledger", "harbour", "signal", "orchard", "quarry", "lantern", "meadow", "circuit")
+    sentence = " ".join(vocabulary[n % len(vocabulary)] for n in range(12))
+    text = ". ".join(sentence for _ in range(words // 12))
+    return {"document_id": document_id,
+            "blocks": [{"block_id": f"b{n}", "type": "paragraph", "text": text} for n in range(paragraphs)],
+            "config": {"max_tokens": 64, "min_tokens": 1, "strict_max_tokens": True}}
+
+
 # --------------------------------------------------------------------------- (5) compression
 
 
@@ -232,22 +243,21 @@ def test_a_compressed_body_is_refused_not_inflated(space: Any, hostile_report: H
 
 def test_a_producer_timelimit_does_not_beat_the_operators_limits(space: Any,
                                                                  hostile_report: HostileReport) -> None:
-    # A document of about 8 s of work in the child (2 s decoding it, 4 s in the engine, then its
-    # result) on a worker whose operator allows 3 s (soft) and 4 s (hard): the soft limit lands
-    # in the engine, which stores the FAILURE record. The producer asks for 600/700 s.
-    inline = 80 * MB
-    with fleet(space, "timelimit", soft_time_limit=3, hard_time_limit=4, max_inline_bytes=inline,
-               max_payload_bytes=inline) as lp:
-        document = make_document(f"{lp.prefix}-slow", 150_000)
+    # A document of a few MB that costs the engine seconds (four paragraphs of 200,000 words, cut
+    # into strict 64-token chunks) and next to nothing to decode, on a worker whose operator
+    # allows 2 s (soft) and 3 s (hard): the soft limit lands in the engine, which stores the
+    # FAILURE record. The producer asks for 600/700 s.
+    with fleet(space, "timelimit", soft_time_limit=2, hard_time_limit=3) as lp:
+        document = slow_document(f"{lp.prefix}-slow")
         task_id = str(uuid.uuid4())
         sampler = RssSampler(lp.worker.popen.pid).start()
         started = time.monotonic()
         size = lp.push(task_body(document), task_id, headers=task_headers(task_id, timelimit=[600, 700]))
-        record = wait_for(lambda: lp.record(document["document_id"]), 90)
+        record = wait_for(lambda: lp.record(document["document_id"]), 120)
         elapsed = time.monotonic() - started
         sampler.stop()
         error = ((record or {}).get("error") or {}).get("message", "")
-        hostile_report(HostileRow("timelimit [600, 700] on a worker limited to 3/4 s", size,
+        hostile_report(HostileRow("timelimit [600, 700] on a worker limited to 2/3 s", size,
                                   sampler.parent_growth, sampler.child_growth,
                                   deliveries([lp.worker], task_id), record_summary(record),
                                   f"record after {elapsed:.1f} s; {error[:70]}"))
@@ -397,6 +407,37 @@ def test_json_nested_5000_deep_is_refused_cleanly(space: Any, hostile_report: Ho
         assert_still_serves(lp)
 
 
+def test_bodies_celery_cannot_unpack_are_refused_and_the_worker_serves_on(
+        space: Any, hostile_report: HostileReport) -> None:
+    # Decodable, but not Celery's [args, kwargs, embed]: Celery unpacks the body in the parent
+    # without a check (a 3-byte "[1]" stopped the worker); a JSON object with "args" is read as
+    # a "hybrid" message, its eta taken from the body.
+    with fleet(space, "shapes") as lp:
+        a_year = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() + 365 * 86400))
+        bodies = [b"[1]", b'"a string"', json.dumps({"args": [make_document(f"{lp.prefix}-hybrid", 5)],
+                                                      "kwargs": {}, "eta": a_year}).encode()]
+        task_ids = [str(uuid.uuid4()) for _ in bodies]
+        sampler = RssSampler(lp.worker.popen.pid).start()
+        sizes = [lp.push(body, task_id) for body, task_id in zip(bodies, task_ids, strict=True)]
+        settle(lp, 30)
+        wait_for(lambda: lp.unreadable() >= len(bodies), 5)
+        sampler.stop()
+        alive = lp.worker.alive()
+        hostile_report(HostileRow("bodies Celery cannot unpack ([1], a string, a hybrid object with eta)",
+                                  max(sizes), sampler.parent_growth, sampler.child_growth,
+                                  sum(deliveries([lp.worker], t) for t in task_ids),
+                                  record_summary(lp.record(f"{lp.prefix}-hybrid")),
+                                  f"worker alive: {alive}; counted {lp.unreadable()}"))
+        assert alive, "a malformed body must not stop the worker"
+        assert lp.unreadable() == len(bodies)
+        for task_id in task_ids:
+            state = lp.celery_state(task_id)
+            assert state and state["result"]["exc_type"] == "MessageRefused", state
+        assert lp.client.hlen(unacked_key(lp.celery_prefix)) == 0, "nothing held (no eta honoured)"
+        assert "Unrecoverable error" not in lp.worker.log_text()
+        assert_still_serves(lp)
+
+
 # --------------------------------------------------------------------------- (11) restore
 
 
@@ -410,11 +451,15 @@ def test_a_held_message_is_put_back_only_on_the_queue_it_came_from(space: Any,
         held = make_document(f"{lp.prefix}-held", 20)
         held_id = str(uuid.uuid4())
         sampler = RssSampler(lp.worker.popen.pid).start()
-        lp.push(task_body(running), str(uuid.uuid4()))
+        running_id = str(uuid.uuid4())
+        lp.push(task_body(running), running_id)
         hostile_routing = {"exchange": "", "routing_key": "celery-task-meta-victim-task"}
         size = lp.push(task_body(held), held_id, properties={"delivery_info": hostile_routing})
-        wait_until(lambda: lp.client.hlen(unacked_key(lp.celery_prefix)) == 2
-                   or lp.record(held["document_id"]), 60, 0.02, what="the worker to hold both messages")
+        # Signalled once the pool child runs the first (its PROGRESS state): a warm shutdown while
+        # the parent still writes a large job into the child's pipe waits for ever (Celery's too).
+        wait_until(lambda: (lp.client.hlen(unacked_key(lp.celery_prefix)) == 2
+                            and lp.celery_state(running_id) is not None) or lp.record(held["document_id"]),
+                   60, 0.02, what="the worker to run the first message and hold the second")
         assert lp.record(held["document_id"]) is None, "the held one ran before the shutdown: inconclusive"
         lp.worker.signal(15)
         lp.worker.popen.wait(timeout=60)

@@ -42,13 +42,13 @@ def test_a_plain_task_envelope_is_admitted() -> None:
 
 
 @pytest.mark.parametrize(("message", "words"), [
-    (["not", "an", "envelope"], "JSON list, not kombu's envelope"),
+    (["not", "an", "envelope"], "JSON array, not kombu's envelope"),
     ({"body": "x", "headers": "h", "properties": {}}, "headers or properties"),
     ({**envelope(), "properties": {"delivery_info": {}}}, "delivery tag"),
     (envelope(headers={"compression": "application/x-gzip"}), "compressed body"),
     (envelope(headers={"task": None}), "protocol 2 only"),
     (envelope(content_type="application/x-python-serialize"), "accept application/json only"),
-    ({**envelope(), "body": ["decoded"]}, "JSON list, not the encoded text"),
+    ({**envelope(), "body": ["decoded"]}, "JSON array, not the encoded text"),
     (envelope("x" * (LIMIT + 1)), f"over the {LIMIT}-byte inline limit"),
     (envelope("x" * (LIMIT + 3), encoding="base64"), f"body of {LIMIT + 3} bytes"),
 ])
@@ -109,7 +109,9 @@ def test_scheduling_headers_are_reset_to_what_send_task_sends() -> None:
     assert inbound.strip_scheduling_headers(headers) == ["eta", "expires", "timelimit", "retries"]
     assert headers == {"eta": None, "expires": None, "timelimit": [None, None], "retries": 0, "id": "t"}
     assert inbound.strip_scheduling_headers(headers) == []  # now empty: nothing to say
-    assert inbound.strip_scheduling_headers({}) == []  # absent stays absent
+    absent: dict[str, Any] = {}
+    assert inbound.strip_scheduling_headers(absent) == []  # set all the same: a body cannot name them
+    assert absent == inbound.SCHEDULING_HEADERS
 
 
 def test_celery_send_task_sends_the_scheduling_headers_empty() -> None:
@@ -217,3 +219,32 @@ def test_a_refusal_is_recorded_under_its_document_or_counted(monkeypatch: pytest
     unread = [r.getMessage() for r in caplog.records if "could be read" in r.getMessage()]
     assert len(unread) == 2 and "task t-1 from queue chunking" in unread[0]
     assert "no readable task id" in unread[1]
+
+
+class Delivered:
+    """A message as kombu built it: its body decoded on first use, like kombu's ``payload``."""
+
+    def __init__(self, body: str) -> None:
+        self.body = body
+
+    @property
+    def payload(self) -> Any:
+        return json.loads(self.body)
+
+
+@pytest.mark.parametrize(("body", "words"), [
+    ("[1]", "JSON array of 1, not Celery's [args, kwargs, embed]"),
+    ('"str"', "JSON string, not"),
+    ('{"args": [], "kwargs": {}, "eta": "2030-01-01T00:00:00"}', "JSON object, not"),
+    ('[[], {}, null]', "JSON array of 3, not"),
+    ("[" * 5000 + "]" * 5000, "cannot be decoded (RecursionError"),
+    ("[[1], {}", "cannot be decoded (JSONDecodeError"),
+])
+def test_task_bodies_celery_cannot_unpack_are_refused(body: str, words: str) -> None:
+    problem = inbound.task_body_problem(Delivered(body))
+    assert problem is not None and words in problem and "\n" not in problem
+
+
+def test_protocol_2_task_bodies_pass() -> None:
+    assert inbound.task_body_problem(Delivered('[[{"document_id": "d"}], {}, {"chain": null}]')) is None
+    assert inbound.task_body_problem(Delivered("[[], {}, {}]")) is None  # the task says what it lacks
