@@ -531,6 +531,7 @@ BROKEN: list[tuple[str, Callable[..., Any], Callable[[Server], None]]] = [
     ("running_delivery_tags", lambda: set(), check_celery_request_bookkeeping),
     ("release_request", _noop, check_celery_request_bookkeeping),
     ("screen_pops", _noop, check_admission),
+    ("consumed_task_queues", lambda: (), check_admission),
 ]
 
 
