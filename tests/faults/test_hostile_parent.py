@@ -202,9 +202,9 @@ def assert_still_serves(fleet: Fleet) -> None:
     assert record is not None and record["status"] == "SUCCESS"
 
 
-def slow_document(document_id: str, paragraphs: int = 4, words: int = 200_000) -> dict[str, Any]:
+def slow_document(document_id: str, paragraphs: int = 4, words: int = 300_000) -> dict[str, Any]:
     """A request of a few MB that takes the engine seconds: long paragraphs of short sentences,
-    cut into strict 64-token chunks (about 6 s for the default on an idle core)."""
+    cut into strict 64-token chunks (several seconds for the default)."""
     vocabulary = ("ledger", "harbour", "signal", "orchard", "quarry", "lantern", "meadow", "circuit")
     sentence = " ".join(vocabulary[n % len(vocabulary)] for n in range(12))
     text = ". ".join(sentence for _ in range(words // 12))
@@ -243,7 +243,7 @@ def test_a_compressed_body_is_refused_not_inflated(space: Any, hostile_report: H
 
 def test_a_producer_timelimit_does_not_beat_the_operators_limits(space: Any,
                                                                  hostile_report: HostileReport) -> None:
-    # A document of a few MB that costs the engine seconds (four paragraphs of 200,000 words, cut
+    # A document of a few MB that costs the engine seconds (four paragraphs of 300,000 words, cut
     # into strict 64-token chunks) and next to nothing to decode, on a worker whose operator
     # allows 2 s (soft) and 3 s (hard): the soft limit lands in the engine, which stores the
     # FAILURE record. The producer asks for 600/700 s.
