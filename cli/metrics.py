@@ -11,7 +11,11 @@ Gauges (the queues are ``LONGPARSER_STRUCTURAL_QUEUE`` and ``LONGPARSER_SEMANTIC
   Redis list (``LONGPARSER_CELERY_KEY_PREFIX`` + the queue's name), plus kombu's priority
   sub-lists, which hold only messages a producer sent with a priority above 0;
 * ``longparser_messages_held`` - messages delivered to workers and not yet acknowledged (kombu's
-  ``unacked`` hash, every queue's): running, or prefetched by a busy process.
+  ``unacked`` hash, every queue's): running, or prefetched by a busy process;
+* ``longparser_unreadable_messages_total`` (a counter) - messages workers refused before their
+  document id could be read (compressed, oversized or undecodable bodies, a payload without a
+  usable ``document_id``): no record can name them, each was logged once with its task id. Read
+  from the result store (``LONGPARSER_RESULT_URL``, key ``LONGPARSER_KEY_PREFIX:unreadable``).
 
 A worker takes a message off the list when it starts on it (prefetch 1), so the depth is the
 backlog no worker has reached: what an autoscaler scales on (docs/operations.md, "Autoscaling").
@@ -38,10 +42,12 @@ EXIT_OK, EXIT_BAD_SETTINGS, EXIT_UNREACHABLE = 0, 2, 3
 
 @dataclass(frozen=True)
 class Gauges:
-    """One reading: waiting messages per queue, and the held messages of every queue."""
+    """One reading: waiting messages per queue, the held messages of every queue, and the
+    messages refused unread so far."""
 
     depths: dict[str, int]
     held: int
+    unreadable: int = 0
 
 
 def read_gauges(client: Any, celery_key_prefix: str, queues: Iterable[str]) -> Gauges:
@@ -59,6 +65,13 @@ def read_gauges(client: Any, celery_key_prefix: str, queues: Iterable[str]) -> G
     return Gauges(depths, next(replies))
 
 
+def read_unreadable(client: Any, key_prefix: str) -> int:
+    """The count of messages refused before their document id could be read (0: none yet)."""
+    from service.keys import unreadable_messages_key
+
+    return int(client.get(unreadable_messages_key(key_prefix)) or 0)
+
+
 def _label(value: str) -> str:
     # The exposition format's escapes inside a label value: backslash, double quote, newline.
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
@@ -72,7 +85,11 @@ def render(gauges: Gauges) -> str:
               for queue, depth in gauges.depths.items()]
     lines += ["# HELP longparser_messages_held Messages delivered to workers and not yet acknowledged.",
               "# TYPE longparser_messages_held gauge",
-              f"longparser_messages_held {gauges.held}"]
+              f"longparser_messages_held {gauges.held}",
+              "# HELP longparser_unreadable_messages_total Messages refused before their document id could "
+              "be read (no record names them).",
+              "# TYPE longparser_unreadable_messages_total counter",
+              f"longparser_unreadable_messages_total {gauges.unreadable}"]
     return "\n".join(lines) + "\n"
 
 
@@ -84,9 +101,18 @@ class _Reader:
 
         self.settings, self.queues = settings, list(queues)
         self.client = redis_client(settings.broker_url, settings)
+        self.store_client = self.client if settings.result_url == settings.broker_url else \
+            redis_client(settings.result_url, settings)
 
     def text(self) -> str:
-        return render(read_gauges(self.client, self.settings.celery_key_prefix, self.queues))
+        gauges = read_gauges(self.client, self.settings.celery_key_prefix, self.queues)
+        unreadable = read_unreadable(self.store_client, self.settings.key_prefix)
+        return render(Gauges(gauges.depths, gauges.held, unreadable))
+
+    def close(self) -> None:
+        self.client.close()
+        if self.store_client is not self.client:
+            self.store_client.close()
 
     def describe(self, exc: Exception) -> str:
         from service.redis_client import masked
@@ -168,4 +194,4 @@ def run_metrics(args: argparse.Namespace) -> int:
                 server.serve_forever()
         return EXIT_OK
     finally:
-        reader.client.close()
+        reader.close()

@@ -48,6 +48,16 @@ BROKER_SOCKET_OPTIONS: dict[str, Any] = {"socket_timeout": 30, "socket_connect_t
                                          "socket_keepalive": True}
 
 
+# The broker transport option carrying the inline limit to the worker's transport
+# (worker/transport.py): the longest body the worker parent decodes (worker/inbound.py).
+BODY_LIMIT_OPTION = "longparser_max_body_bytes"
+
+
+def inline_body_limit(settings: Settings) -> int:
+    """The longest request a message may carry inline: the lower of the inline and payload limits."""
+    return min(settings.max_inline_bytes, settings.max_payload_bytes)
+
+
 def _transport_options(settings: Settings, url: str) -> dict[str, Any]:
     options: dict[str, Any] = {"visibility_timeout": settings.effective_visibility_timeout}
     if settings.celery_key_prefix:
@@ -110,7 +120,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         # says how its body is encoded, so a queue may hold both kinds.
         "broker_transport_options": {**_transport_options(settings, settings.broker_url),
                                      **_lease_options(settings), "body_encoding": None,
-                                     **BROKER_SOCKET_OPTIONS},
+                                     **BROKER_SOCKET_OPTIONS, BODY_LIMIT_OPTION: inline_body_limit(settings)},
         "result_backend_transport_options": _transport_options(settings, settings.result_url),
         "broker_connection_retry_on_startup": True,
         "broker_connection_retry": True,

@@ -19,6 +19,8 @@ Keys (``P`` = ``LONGPARSER_KEY_PREFIX``):
   record (a message whose run kills its process), raised at each start and deleted in the write
   that stores the record (:mod:`service.store`), with the results' TTL;
 * ``P:events`` - the completion stream: one entry per stored record (see :mod:`service.events`).
+* ``P:unreadable`` - how many messages workers refused before their document id could be read
+  (no record can name them; ``longparser metrics``), an integer raised by ``INCR``.
 
 Celery's own keys (queue lists named after the queues, ``unacked``, ``unacked_index``,
 ``_kombu.binding.*``, ``celery-task-meta-<task_id>``) carry ``LONGPARSER_CELERY_KEY_PREFIX``
@@ -104,6 +106,14 @@ def start_count_key(prefix: str, task_id: str) -> str:
 def events_key(prefix: str) -> str:
     """Key of the completion-event stream."""
     return f"{prefix}:{EVENTS_SUFFIX}"
+
+
+UNREADABLE_SUFFIX = "unreadable"
+
+
+def unreadable_messages_key(prefix: str) -> str:
+    """Key of the count of messages refused before their document id could be read."""
+    return f"{prefix}:{UNREADABLE_SUFFIX}"
 
 
 def celery_task_meta_key(celery_key_prefix: str, task_id: str) -> str:

@@ -71,7 +71,7 @@ from tasks.payload import (
     split_request,
     validate_payload,
 )
-from worker import celery_compat, serialization
+from worker import celery_compat, inbound, serialization
 from worker.celery_app import app
 from worker.context import WorkerContext
 
@@ -142,9 +142,14 @@ def _write(context: WorkerContext, what: str, write: Callable[[], T]) -> T:
 
 def _store_failure(context: WorkerContext, document_id: str | None, task_id: str | None,
                    error: Exception) -> None:
-    logger.info("document %s refused (task %s): %s: %s", document_id, task_id, type(error).__name__, error)
     if document_id is None:
-        return  # no trustworthy id: the Celery FAILURE state is the only record
+        # No trustworthy id, so no record: counted (`longparser metrics`) and logged once, with
+        # the Celery FAILURE state of the task id as the message's only trace.
+        logger.warning("document None refused (task %s): its document id cannot be read: %s: %s (counted in "
+                       "longparser_unreadable_messages_total)", task_id, type(error).__name__, error)
+        inbound.count_unreadable(context.store)
+        return
+    logger.info("document %s refused (task %s): %s: %s", document_id, task_id, type(error).__name__, error)
     record = failure_record(document_id, task_id, type(error).__name__, str(error))
     _write(context, f"storing the failure of {document_id}", lambda: context.store.save_record(record))
 

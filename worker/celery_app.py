@@ -6,7 +6,9 @@ Building the app connects its worker signals (the start-up checks, and each proc
 :class:`~worker.context.WorkerContext`), adds the worker step that waits for the pool processes to
 build it before consuming (:mod:`worker.readiness`) and, on a Redis broker, the consumer step that
 requeues what the worker held when its broker connection dropped (:mod:`worker.restore`,
-:mod:`worker.transport`) and the one that renews the leases of what it holds (:mod:`worker.lease`).
+:mod:`worker.transport`) and the one that renews the leases of what it holds (:mod:`worker.lease`),
+and the consumer that refuses, counts and logs a message whose body cannot be decoded
+(:mod:`worker.inbound`, which the transport applies to every message it takes in).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from worker.restore import RestoreHeldMessages
 from worker.transport import transport_for
 
 TASK_MODULES = ["tasks.chunk"]
+# Celery's worker consumer, refusing undecodable bodies as the transport refuses the rest.
+CONSUMER = "worker.inbound:RefusingConsumer"
 
 
 class LongParserCelery(Celery):
@@ -46,6 +50,8 @@ def create_app(settings: Settings, *, main: str = "longparser") -> LongParserCel
     transport = transport_for(settings.broker_url)
     if transport is not None:  # the Redis transports that hold what they could not restore
         celery_app.conf.broker_transport = transport
+        # a body the parent cannot decode is refused and counted (worker/inbound.py)
+        celery_app.conf.worker_consumer = CONSUMER
         celery_app.steps["consumer"].add(RestoreHeldMessages)
         if settings.lease_enabled:  # renewed by the worker parent once it consumes
             celery_app.lease_renewer = LeaseRenewer(settings)

@@ -4,8 +4,8 @@ The fleet's guarantees (docs/operations.md: nothing lost when Redis restarts, go
 worker is stopped) rest on behaviours of kombu's Redis transport and Celery's worker that their
 public API does not offer. Each is reached here through one accessor whose comment names the
 upstream issue, or the upstream behaviour, it works around; :mod:`worker.transport`,
-:mod:`worker.restore`, :mod:`worker.lease`, :mod:`worker.signals` and :mod:`tasks.chunk` use
-only these.
+:mod:`worker.restore`, :mod:`worker.lease`, :mod:`worker.inbound`, :mod:`worker.signals` and
+:mod:`tasks.chunk` use only these.
 
 Two checks keep an upgrade from switching a guarantee off without an error:
 
@@ -29,7 +29,7 @@ import json
 import logging
 import re
 import warnings
-from collections.abc import Callable, Iterable, Iterator, MutableMapping
+from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -266,6 +266,56 @@ class ReusedClient:
         yield client if client else self._reused_client
 
 
+# --------------------------------------------------------------------------- kombu: what a worker takes in
+#
+# kombu's Redis transport decodes each message's JSON envelope as soon as ``BRPOP`` returns it
+# (``Channel._brpop_read``), hands it to ``Transport._deliver`` with the queue it came from, and
+# builds a ``Message`` that inflates a body with a ``compression`` header; Celery then decodes the
+# body in the worker parent. No public hook sees a message before any of that: the transport's
+# redis-py clients get a response callback for ``BRPOP``, the only way a consuming worker takes
+# a message (redis-py's public ``set_response_callback``), and the worker's Transport classes
+# override ``_deliver`` (worker/inbound.py says what is refused there).
+
+
+def screen_pops(client: Any, screen: Callable[[Any], Any]) -> None:
+    """Have ``client`` pass the message of every ``BRPOP`` reply (``[queue key, message]``)
+    through ``screen`` before kombu's ``_brpop_read`` decodes it; redis-py's own callback for
+    ``BRPOP``, if any, then runs on the screened reply."""
+    previous = client.response_callbacks.get("BRPOP")
+
+    def callback(response: Any, **options: Any) -> Any:
+        if response:
+            response = [response[0], screen(response[1])]
+        return previous(response, **options) if previous is not None else response
+
+    client.set_response_callback("BRPOP", callback)
+
+
+def transport_option(transport: Any, name: str) -> Any:
+    """A ``broker_transport_options`` entry as the transport's connection holds it, or None.
+
+    kombu keeps every transport option on its ``Connection`` (``transport_options``, public);
+    the channels copy only the ones they know.
+    """
+    return transport.client.transport_options.get(name)
+
+
+def consumed_task_queues() -> Collection[str]:
+    """Names of the task queues this process's worker consumes (``-Q``, else ``task_queues``).
+
+    ``app.amqp.queues.consume_from`` (public) is what Celery's worker builds its task consumer
+    from; the worker's other deliveries (remote control, events) come from fanout queues.
+    """
+    return current_app().amqp.queues.consume_from.keys()
+
+
+# The consumer class the documented ``worker_consumer`` setting names by default; the worker's
+# own (worker/inbound.py) overrides ``on_decode_error``, which Celery calls for a message kombu
+# could not build or whose body it could not decode, and wraps the handler ``create_task_handler``
+# returns (Celery's event loop calls it with each task message) to check the body first.
+CeleryConsumer = celery_consumer.Consumer
+
+
 # --------------------------------------------------------------------------- Celery
 
 
@@ -437,6 +487,12 @@ INTERNALS: tuple[Internal, ...] = (
     Internal(kombu_redis.Channel, "_create_client", ("self",)),
     Internal(virtual.Channel, "__init__", ("self", "connection")),
     Internal(kombu_base.Transport, "client"),
+    # what a worker takes in (worker/inbound.py): the envelope reaches _deliver decoded, before
+    # kombu builds its message
+    Internal(virtual.Transport, "_deliver", ("self", "message", "queue")),
+    Internal(kombu_redis.Channel, "_brpop_read", ("self",)),
+    Internal(celery_consumer.Consumer, "on_decode_error", ("self", "message", "exc")),
+    Internal(celery_consumer.Consumer, "create_task_handler", ("self", "promise")),
     # overridden by worker/transport.py: kombu must still call them, with these arguments
     Internal(kombu_redis.Channel, "conn_or_acquire", ("self", "client")),
     Internal(kombu_redis.QoS, "append", ("self", "message", "delivery_tag")),

@@ -33,6 +33,7 @@ from loaders.errors import ResourceUnavailable
 from loaders.pinned_model import PINNED_SHA256, EncoderUnavailable, checked_model_dir
 from loaders.resources import ResourceSpec, build_resources, load_tokenizers
 from longparser.tokens import TokenCounter
+from service.celeryconfig import inline_body_limit
 from service.redis_client import TRANSIENT_ERRORS, masked, redis_client
 from worker import celery_compat, serialization
 from worker.context import child_context, parent_context
@@ -157,7 +158,7 @@ def connect(app: Any, settings: Settings) -> None:
         except Exception as exc:
             stop_worker_from_child(exc)
         # The child's task bodies validated straight from their JSON (worker/serialization.py).
-        serialization.install_task_decoder(min(settings.max_inline_bytes, settings.max_payload_bytes))
+        serialization.install_task_decoder(inline_body_limit(settings))
         if app.pool_readiness is not None:
             app.pool_readiness.child_ready()
 

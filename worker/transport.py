@@ -26,6 +26,12 @@ to put back on reconnect), keeps the raw message whose unacked entry could not b
 sends the acknowledgements and rejections of an old channel through the channel that replaced
 it (``successor``). An acknowledgement that still cannot be
 written is logged and the message stays held: it is delivered again (at-least-once), never lost.
+
+What a producer pushes is checked here too, before kombu decodes it (:mod:`worker.inbound`): a
+raw message too long to decode is dropped as Redis returns it (:class:`ScreenedPops`), and each
+envelope is refused, or made safe and routed back only to the queue it came from, before kombu
+builds its message (:class:`AdmittingTransport`).
+
 The worker app selects these classes (``broker_transport``); producers use kombu's own. Every
 kombu internal this needs is reached through :mod:`worker.celery_compat`.
 """
@@ -33,11 +39,14 @@ kombu internal this needs is reached through :mod:`worker.celery_compat`.
 from __future__ import annotations
 
 import logging
+from functools import cached_property
 from typing import Any
 
 import redis.exceptions
 
+from service.celeryconfig import BODY_LIMIT_OPTION
 from worker import celery_compat as compat
+from worker import inbound
 from worker.celery_compat import RawMessage
 
 logger = logging.getLogger(__name__)
@@ -140,19 +149,56 @@ class HoldingQoS(compat.RedisQoS):
             raise
 
 
-class Channel(compat.FreshTagOnRestore, compat.ReusedClient, compat.RedisChannel):
+def body_limit(transport: Any) -> int:
+    """The inline limit the worker's app passes its transport (``broker_transport_options``)."""
+    limit = compat.transport_option(transport, BODY_LIMIT_OPTION)
+    if not isinstance(limit, int):
+        raise RuntimeError(f"broker_transport_options has no {BODY_LIMIT_OPTION!r}: build the worker's "
+                           "app with service.celeryconfig.celery_config")
+    return limit
+
+
+class ScreenedPops:
+    """Channel mixin: a raw message longer than :func:`worker.inbound.envelope_limit` of the inline
+    limit is replaced, as Redis returns it, by a short refusal; kombu never decodes it."""
+
+    @cached_property
+    def _envelope_limit(self) -> int:
+        return inbound.envelope_limit(body_limit(self.connection))  # type: ignore[attr-defined]
+
+    def _create_client(self, asynchronous: bool = False) -> Any:
+        client = super()._create_client(asynchronous)  # type: ignore[misc]
+        limit = self._envelope_limit
+        compat.screen_pops(client, lambda item: inbound.screen_pop_reply(item, limit))
+        return client
+
+
+class AdmittingTransport:
+    """Transport mixin: each envelope taken from a queue is checked, made safe (scheduling
+    headers reset, put back only where it came from) or refused (:func:`worker.inbound.admit`)
+    before kombu builds its message."""
+
+    def _deliver(self, message: Any, queue: Any) -> None:
+        if queue and not inbound.admit(message, str(queue), body_limit(self),
+                                       task_queue=queue in compat.consumed_task_queues()):
+            return  # refused and recorded: nothing of it is decoded further, nothing runs
+        super()._deliver(message, queue)  # type: ignore[misc]
+
+
+class Channel(compat.FreshTagOnRestore, compat.ReusedClient, ScreenedPops, compat.RedisChannel):
     QoS = HoldingQoS
 
 
-class Transport(compat.RedisTransport):
+class Transport(AdmittingTransport, compat.RedisTransport):
     Channel = Channel
 
 
-class SentinelChannel(compat.FreshTagOnRestore, compat.ReusedClient, compat.RedisSentinelChannel):
+class SentinelChannel(compat.FreshTagOnRestore, compat.ReusedClient, ScreenedPops,
+                      compat.RedisSentinelChannel):
     QoS = HoldingQoS
 
 
-class SentinelTransport(compat.RedisSentinelTransport):
+class SentinelTransport(AdmittingTransport, compat.RedisSentinelTransport):
     Channel = SentinelChannel
 
 

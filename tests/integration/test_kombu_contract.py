@@ -44,7 +44,9 @@ from typing import Any
 
 import pytest
 import redis
+from celery import Celery
 from kombu import Connection, Exchange, Producer, Queue
+from kombu import Consumer as Consumer_
 from kombu.utils import json as kombu_json
 
 from config.settings import Settings
@@ -392,6 +394,70 @@ def check_json_marker() -> None:
         assert compat.fast_json_loads(text) == kombu_json.loads(text) == {name: value}
 
 
+def raw_envelope(body: str, *, task_id: str, headers: dict[str, Any] | None = None,
+                 routing_key: str = QUEUE) -> str:
+    """An envelope as any producer may LPUSH it: the exchange, routing key and headers its own."""
+    return kombu_json.dumps({
+        "body": body, "content-encoding": "utf-8", "content-type": "application/json",
+        "headers": {"id": task_id, "task": "t", **(headers or {})},
+        "properties": {"delivery_tag": str(uuid.uuid4()), "body_encoding": None, "correlation_id": task_id,
+                       "delivery_info": {"exchange": "", "routing_key": routing_key}, "priority": 0}})
+
+
+@contextlib.contextmanager
+def consuming_task_queue(queue: str) -> Iterator[None]:
+    """The process's current Celery app consuming ``queue`` as a task queue, as a worker's does
+    (the transport checks task queues' messages as tasks)."""
+    previous = compat.current_app()
+    app = Celery("contract", set_as_current=True)
+    app.conf.task_queues = [Queue(queue, routing_key=queue)]
+    try:
+        yield
+    finally:
+        previous.set_current()
+
+
+def check_admission(server: Server, key_prefix: str = "") -> None:
+    """What the worker's transport takes from a task queue: a compressed body, a body over the
+    inline limit, a raw message over the envelope limit and a message of Celery's protocol 1
+    never reach the consumer; the producer's scheduling headers are reset; a message put back
+    goes to the queue it came from, not where its routing key points."""
+    with consuming_task_queue(QUEUE):
+        _check_admission(server, key_prefix)
+
+
+def _check_admission(server: Server, key_prefix: str) -> None:
+    consumer = connect(server, key_prefix, max_inline_bytes=1024, reference_threshold_bytes=1024)
+    client = server.client()
+    good = '[[{"document_id": "d"}], {}, {}]'
+    pushed = [
+        raw_envelope(good, task_id="kept", routing_key="celery-task-meta-victim",
+                     headers={"eta": "2027-01-01T00:00:00+00:00", "timelimit": [600, 700], "retries": 3}),
+        raw_envelope("H4sIAAAAAAAA", task_id="gzip", headers={"compression": "application/x-gzip"}),
+        raw_envelope("[" * 1025, task_id="too-long"),
+        raw_envelope(good, task_id="raw-too-long", headers={"pad": "p" * (2 * 1024 + 300_000)}),
+        raw_envelope('{"task": "t", "id": "protocol-1", "args": [], "eta": "2027-01-01T00:00:00"}',
+                     task_id="protocol-1", headers={"task": None}),
+    ]
+    for item in pushed:
+        client.lpush(key_prefix + QUEUE, item)
+    received: list[Any] = []
+    with Consumer_(consumer.channel, [consumer.queue], accept=["json"],
+                   on_message=received.append), contextlib.suppress(socket.timeout, TimeoutError):
+        for _ in range(len(pushed)):
+            consumer.connection.drain_events(timeout=1.5)
+    assert [m.headers["id"] for m in received] == ["kept"], "refused messages reach no consumer"
+    [message] = received
+    assert {name: message.headers[name] for name in ("eta", "timelimit", "retries")} == \
+        {"eta": None, "timelimit": [None, None], "retries": 0}
+    assert client.llen(key_prefix + QUEUE) == 0
+    assert client.hlen(key_prefix + "unacked") == 1, "only the admitted message is held"
+    consumer.connection.close()  # a warm close puts back what the channel held
+    assert client.llen(key_prefix + QUEUE) == 1, "put back on the queue it came from"
+    assert client.exists(key_prefix + "celery-task-meta-victim") == 0, "nothing written where the key pointed"
+    client.close()
+
+
 # --------------------------------------------------------------------------- the tests
 
 
@@ -438,6 +504,12 @@ def test_kombu_marks_every_type_it_revives() -> None:
     check_json_marker()
 
 
+@pytest.mark.parametrize("key_prefix", ["", "lp-contract:"], ids=["no-prefix", "global-keyprefix"])
+def test_the_transport_refuses_admits_and_routes_back_what_it_takes_in(server: Server,
+                                                                       key_prefix: str) -> None:
+    check_admission(server, key_prefix)
+
+
 def _noop(*args: Any, **kwargs: Any) -> None:
     return None
 
@@ -458,6 +530,8 @@ BROKEN: list[tuple[str, Callable[..., Any], Callable[[Server], None]]] = [
     ("lease_key", lambda qos: "elsewhere", check_lease_renewal),
     ("running_delivery_tags", lambda: set(), check_celery_request_bookkeeping),
     ("release_request", _noop, check_celery_request_bookkeeping),
+    ("screen_pops", _noop, check_admission),
+    ("consumed_task_queues", lambda: (), check_admission),
 ]
 
 

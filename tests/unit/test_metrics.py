@@ -5,8 +5,14 @@ from __future__ import annotations
 import fakeredis
 import kombu.transport.redis as kombu_redis
 
-from cli.metrics import Gauges, read_gauges, render
-from service.keys import KOMBU_PRIORITY_SEPARATOR, KOMBU_PRIORITY_STEPS, KOMBU_UNACKED, queue_list_keys
+from cli.metrics import Gauges, read_gauges, read_unreadable, render
+from service.keys import (
+    KOMBU_PRIORITY_SEPARATOR,
+    KOMBU_PRIORITY_STEPS,
+    KOMBU_UNACKED,
+    queue_list_keys,
+    unreadable_messages_key,
+)
 
 
 def test_the_queue_list_names_are_kombus() -> None:
@@ -39,4 +45,16 @@ def test_render_is_prometheus_text_with_escaped_labels() -> None:
     assert "# TYPE longparser_queue_depth gauge" in lines and "# TYPE longparser_messages_held gauge" in lines
     assert 'longparser_queue_depth{queue="chunking"} 3' in lines
     assert 'longparser_queue_depth{queue="odd\\"q\\\\n"} 0' in lines
-    assert lines[-1] == "longparser_messages_held 1"
+    assert "longparser_messages_held 1" in lines
+    assert "# TYPE longparser_unreadable_messages_total counter" in lines
+    assert lines[-1] == "longparser_unreadable_messages_total 0"
+
+
+def test_the_unreadable_count_is_read_from_the_store_prefix() -> None:
+    client = fakeredis.FakeRedis()
+    assert read_unreadable(client, "lp") == 0  # no refusal yet: no key
+    client.incr(unreadable_messages_key("lp"), 3)
+    client.incr(unreadable_messages_key("other"))
+    assert unreadable_messages_key("lp") == "lp:unreadable"
+    assert read_unreadable(client, "lp") == 3
+    assert render(Gauges({}, 0, 3)).splitlines()[-1] == "longparser_unreadable_messages_total 3"

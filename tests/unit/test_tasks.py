@@ -26,7 +26,14 @@ from config.settings import Settings
 from longparser import chunk_request
 from longparser.resources import Resources
 from schemas import ChunkResult, parse_input
-from service.keys import TASK_NAME, chunk_ids_key, events_key, result_key, start_count_key
+from service.keys import (
+    TASK_NAME,
+    chunk_ids_key,
+    events_key,
+    result_key,
+    start_count_key,
+    unreadable_messages_key,
+)
 from service.store import ResultStore
 from tasks.chunk import TimeLimitAwareRequest, chunk_document, run_chunk_job, store_time_limit_failure
 from tasks.errors import (
@@ -169,7 +176,10 @@ def test_invalid_payload_without_a_usable_id_stores_nothing(
     with pytest.raises(InvalidPayload) as caught:
         chunk_document.delay(bad).get()
     assert str(caught.value).startswith(message)
-    assert list(store.client.scan_iter(match=f"{store.prefix}:*")) == []
+    # no record: only the count of messages whose document id could not be read
+    count = unreadable_messages_key(store.prefix)
+    assert list(store.client.scan_iter(match=f"{store.prefix}:*")) == [count.encode()]
+    assert int(store.client.get(count)) == 1
 
 
 def test_oversized_payload_is_refused_before_block_parsing(
