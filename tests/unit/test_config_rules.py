@@ -309,3 +309,17 @@ def test_the_producer_logs_them_at_submit(
     assert [record.getMessage() for record in caplog.records] == [
         "config: breadcrumb_titles 2 does nothing: heading_context is off"]
     assert fake_app.sent[0]["args"][0]["config"] == {"breadcrumb_titles": 2}  # sent all the same
+
+
+def test_submit_on_the_command_line_prints_them(
+    producer: Producer, fake_app: FakeApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import cli.submit
+
+    monkeypatch.setattr(cli.submit, "_producer", lambda command: producer)
+    source = tmp_path / "doc.json"
+    source.write_text(json.dumps({"document_id": "d", "blocks": BLOCKS}), encoding="utf-8")
+    assert main(["submit", str(source), "-c", '{"overlap_blocks": 0, "overlap_unit": "sentence"}']) == 0
+    assert capsys.readouterr().err == ("longparser submit: warning: config: overlap_unit \"sentence\" does "
+                                       "nothing: overlap_blocks is 0\n")
