@@ -2,7 +2,7 @@
 
 Each row is one field, in the model's order: its name, its default (for a request that sets no
 other field), its limits (the field's bounds or choices, as ``longparser --help`` states them)
-and its description (``Field(description=...)`` in schemas/config.py, the one place to edit).
+and its description (the field's docstring in schemas/config.py, the one place to edit).
 
     python -m docs.config_doc            # print the table
     python -m docs.config_doc --write    # replace the table in docs/config.md

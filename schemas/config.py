@@ -131,114 +131,106 @@ class ChunkingConfig(BaseModel):
     number 1, ``"256"`` is not 256 and ``1`` is not true; an integer is accepted as a float.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # Each field's docstring is its description: docs/config.md's table of fields is generated from them.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True)
 
-    max_tokens: int = Field(
-        default=DEFAULT_MAX_TOKENS, ge=1, le=100_000,
-        description="packing target, or the hard maximum with `strict_max_tokens` ([strict.md](strict.md))")
-    min_tokens: int = Field(
-        default_factory=_min_tokens_default, ge=0,
-        description="below `max_tokens`; unset: 100, or `max_tokens` // 2 when `max_tokens` is 100 or less. "
-                    "A smaller chunk merges into an adjacent chunk (its section's first), never across a "
-                    "table or a semantic boundary; a heading-only chunk always leads the next")
-    overlap_blocks: int = Field(
-        default=1, ge=0, le=16,
-        description="trailing paragraphs (or sentences) of the previous chunk prepended, repeated (0: none)")
+    max_tokens: int = Field(default=DEFAULT_MAX_TOKENS, ge=1, le=100_000)
+    """packing target, or the hard maximum with `strict_max_tokens` ([strict.md](strict.md))"""
+    min_tokens: int = Field(default_factory=_min_tokens_default, ge=0)
+    """below `max_tokens`; unset: 100, or `max_tokens` // 2 when `max_tokens` is 100 or less. A smaller
+    chunk merges into an adjacent chunk (its section's first), never across a table or a semantic
+    boundary; a heading-only chunk always leads the next
+    """
+    overlap_blocks: int = Field(default=1, ge=0, le=16)
+    """trailing paragraphs (or sentences) of the previous chunk prepended, repeated (0: none)"""
     # --- tables (docs/chunking.md) ------------------------------------------------------------
-    table_rows_per_chunk: int = Field(
-        default=15, ge=1, description="rows per table chunk (also bounded by `max_tokens`)")
-    table_batch_tokens: int | None = Field(
-        default=None, ge=1, le=100_000,
-        description="a table (column band) that does not fit one chunk is cut into row batches whose rows "
-                    "count at most this many tokens (title and header lines aside); one that fits stays "
-                    "whole (none: batches as large as `max_tokens` allows)")
-    table_chunk_format: TableChunkFormat = Field(
-        default="row_record",
-        description="`Row 3: Name=Ada; Year=1843`, `Ada: Year=1843`, `Ada | 1843` under the repeated header "
-                    "line, or a Markdown table ([chunking.md](chunking.md))")
-    generate_schema_chunks: bool = Field(
-        default=True,
-        description="one `table_schema` chunk per table: shape, column types, null rates, up to 5 sample "
-                    "rows (in strict mode as many as fit; never cut)")
-    wide_table_col_threshold: int = Field(
-        default=25, ge=1,
-        description="wider tables are cut into bands of 12 columns, each repeating column 0")
-    table_titles: bool = Field(
-        default=False,
-        description="a table's title (its caption, or a \"Table N ...\" paragraph next to it) opens its "
-                    "first row chunk and is repeated on every later row chunk and on the schema chunk")
-    table_header_inference: bool = Field(
-        default=True,
-        description="without `column_header` flags, infer the header rows (the rows above the first "
-                    "half-numeric row, up to 6); false: flagged rows only")
-    pack_tables: bool = Field(
-        default=False,
-        description="consecutive tables (nothing between them) that each make one chunk are packed into one "
-                    "chunk while they fit, like paragraphs (a spreadsheet or form converted as many small "
-                    "tables)")
-    detect_equations: bool = Field(
-        default=True, description="re-tag equation-like paragraphs as equations (and glue their lead-in)")
-    exclude_headers_footers: bool = Field(
-        default=True, description="drop page headers and footers (`stats.blocks_excluded`)")
+    table_rows_per_chunk: int = Field(default=15, ge=1)
+    """rows per table chunk (also bounded by `max_tokens`)"""
+    table_batch_tokens: int | None = Field(default=None, ge=1, le=100_000)
+    """a table (column band) that does not fit one chunk is cut into row batches whose rows count at most
+    this many tokens (title and header lines aside); one that fits stays whole (none: batches as
+    large as `max_tokens` allows)
+    """
+    table_chunk_format: TableChunkFormat = "row_record"
+    """`Row 3: Name=Ada; Year=1843`, `Ada: Year=1843`, `Ada | 1843` under the repeated header line, or a
+    Markdown table ([chunking.md](chunking.md))
+    """
+    generate_schema_chunks: bool = True
+    """one `table_schema` chunk per table: shape, column types, null rates, up to 5 sample rows (in strict
+    mode as many as fit; never cut)
+    """
+    wide_table_col_threshold: int = Field(default=25, ge=1)
+    """wider tables are cut into bands of 12 columns, each repeating column 0"""
+    table_titles: bool = False
+    """a table's title (its caption, or a "Table N ..." paragraph next to it) opens its first row chunk and
+    is repeated on every later row chunk and on the schema chunk
+    """
+    table_header_inference: bool = True
+    """without `column_header` flags, infer the header rows (the rows above the first half-numeric row, up
+    to 6); false: flagged rows only
+    """
+    pack_tables: bool = False
+    """consecutive tables (nothing between them) that each make one chunk are packed into one chunk while
+    they fit, like paragraphs (a spreadsheet or form converted as many small tables)
+    """
+    detect_equations: bool = True
+    """re-tag equation-like paragraphs as equations (and glue their lead-in)"""
+    exclude_headers_footers: bool = True
+    """drop page headers and footers (`stats.blocks_excluded`)"""
     # --- budget (docs/strict.md, docs/tokenizers.md) ------------------------------------------
-    token_counter: str = Field(
-        default="estimate",
-        description="how tokens are counted: `estimate` (whitespace words x 1.33), `model` (the pinned "
-                    "model's own tokenizer), or any tokenizer: a name the workers declare, a path in the "
-                    "library and CLI ([tokenizers.md](tokenizers.md))")
-    strict_max_tokens: bool = Field(
-        default=False,
-        description="every chunk's final text (`embed_text` with `heading_context`) counts at most "
-                    "`max_tokens`; `max_tokens` above the counter's window (256 for `model`) is refused")
-    fit: str | None = Field(
-        default=None,
-        description="the recommended settings for a model in one key: `model`, a tokenizer's declared name "
-                    "or (library and CLI) path. Strict mode, that tokenizer, `max_tokens` = min(its window, "
-                    "512) and the settings [below](#for-a-256-token-embedding-model). Other fields set "
-                    "explicitly win (a field given at its default value too), except those that would undo "
-                    "the fit, which are refused: another `token_counter`, `strict_max_tokens` false, "
-                    "`max_tokens` above the window. `stats.config` echoes what it expanded to, on every path "
-                    "([tokenizers.md](tokenizers.md), [producers.md](producers.md#the-request))")
-    reserve_tokens: int = Field(
-        default=0, ge=0, le=100_000,
-        description="below `max_tokens`: room kept free for a prefix the embedder adds (e5's `passage: `); "
-                    "chunks count at most `max_tokens - reserve_tokens`")
+    token_counter: str = "estimate"
+    """how tokens are counted: `estimate` (whitespace words x 1.33), `model` (the pinned model's own
+    tokenizer), or any tokenizer: a name the workers declare, a path in the library and CLI
+    ([tokenizers.md](tokenizers.md))
+    """
+    strict_max_tokens: bool = False
+    """every chunk's final text (`embed_text` with `heading_context`) counts at most `max_tokens`;
+    `max_tokens` above the counter's window (256 for `model`) is refused
+    """
+    fit: str | None = None
+    """the recommended settings for a model in one key: `model`, a tokenizer's declared name or (library
+    and CLI) path. Strict mode, that tokenizer, `max_tokens` = min(its window, 512) and the settings
+    [below](#for-a-256-token-embedding-model). Other fields set explicitly win (a field given at its
+    default value too), except those that would undo the fit, which are refused: another
+    `token_counter`, `strict_max_tokens` false, `max_tokens` above the window. `stats.config` echoes
+    what it expanded to, on every path ([tokenizers.md](tokenizers.md),
+    [producers.md](producers.md#the-request))
+    """
+    reserve_tokens: int = Field(default=0, ge=0, le=100_000)
+    """below `max_tokens`: room kept free for a prefix the embedder adds (e5's `passage: `); chunks count
+    at most `max_tokens - reserve_tokens`
+    """
     # --- context and overlap ------------------------------------------------------------------
-    heading_context: bool = Field(
-        default=False,
-        description="each chunk also gets `embed_text`: its heading breadcrumb, then its text "
-                    "([below](#heading_context-what-it-changes-in-retrieval))")
-    breadcrumb_titles: int | None = Field(
-        default=None, ge=1, le=32,
-        description="with `heading_context`: the breadcrumb shows at most this many innermost titles of "
-                    "the section path (none: all)")
-    overlap_max_share: float | None = Field(
-        default=None, gt=0.0, le=1.0,
-        description="overlap takes at most this share of `max_tokens` and at most a third of its chunk's own "
-                    "tokens (never a quarter of the chunk or more): whole paragraphs first, then a sentence "
-                    "or word cut (none: whole paragraphs)")
-    overlap_unit: OverlapUnit = Field(
-        default="paragraph",
-        description="what `overlap_blocks` counts: the previous chunk's last paragraphs, or its last "
-                    "sentences")
+    heading_context: bool = False
+    """each chunk also gets `embed_text`: its heading breadcrumb, then its text
+    ([below](#heading_context-what-it-changes-in-retrieval))
+    """
+    breadcrumb_titles: int | None = Field(default=None, ge=1, le=32)
+    """with `heading_context`: the breadcrumb shows at most this many innermost titles of the section path
+    (none: all)
+    """
+    overlap_max_share: float | None = Field(default=None, gt=0.0, le=1.0)
+    """overlap takes at most this share of `max_tokens` and at most a third of its chunk's own tokens
+    (never a quarter of the chunk or more): whole paragraphs first, then a sentence or word cut
+    (none: whole paragraphs)
+    """
+    overlap_unit: OverlapUnit = "paragraph"
+    """what `overlap_blocks` counts: the previous chunk's last paragraphs, or its last sentences"""
     # --- semantic boundaries (docs/semantic.md) -----------------------------------------------
-    use_semantic_chunking: bool = Field(
-        default=False,
-        description="place boundaries where the topic changes, with the pinned encoder (goes to the "
-                    "`semantic` queue; [semantic.md](semantic.md))")
-    semantic_method: SemanticMethod = Field(
-        default="adjacent",
-        description="with `use_semantic_chunking`: how boundaries are chosen, `adjacent` (the default, "
-                    "unchanged behaviour) or `cohesion`; `recommended`, an older name of `cohesion`, still "
-                    "works and is warned")
-    semantic_threshold: float = Field(
-        default=0.3, ge=0.0, le=1.0,
-        description="`adjacent` only: a boundary where cosine(previous block, block) < threshold")
-    semantic_pair_threshold: float = Field(
-        default=0.21, ge=0.0, le=1.0,
-        description="`cohesion` only: blocks up to 8 apart \"belong together\" above this cosine")
-    semantic_boundary_cost: float = Field(
-        default=0.15, ge=0.0, le=10.0, description="`cohesion` only: what a boundary must save to be placed")
+    use_semantic_chunking: bool = False
+    """place boundaries where the topic changes, with the pinned encoder (goes to the `semantic` queue;
+    [semantic.md](semantic.md))
+    """
+    semantic_method: SemanticMethod = "adjacent"
+    """with `use_semantic_chunking`: how boundaries are chosen, `adjacent` (the default, unchanged
+    behaviour) or `cohesion`; `recommended`, an older name of `cohesion`, still works and is warned
+    """
+    semantic_threshold: float = Field(default=0.3, ge=0.0, le=1.0)
+    """`adjacent` only: a boundary where cosine(previous block, block) < threshold"""
+    semantic_pair_threshold: float = Field(default=0.21, ge=0.0, le=1.0)
+    """`cohesion` only: blocks up to 8 apart "belong together" above this cosine"""
+    semantic_boundary_cost: float = Field(default=0.15, ge=0.0, le=10.0)
+    """`cohesion` only: what a boundary must save to be placed"""
 
     def semantic_method_args(self) -> dict[str, Any]:
         """Keyword arguments of ``longparser.semantic.section_boundaries`` after the threshold.

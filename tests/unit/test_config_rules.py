@@ -71,6 +71,16 @@ def fake_resources(fake_word_list: frozenset[str]) -> Resources:
     return Resources(word_list=fake_word_list, model_counter=load_model_counter())
 
 
+def _submitting(client: Producer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """``longparser submit`` on ``client`` (a recording fake app); the request file to submit."""
+    import cli.submit
+
+    monkeypatch.setattr(cli.submit, "_producer", lambda command: client)
+    source = tmp_path / "doc.json"
+    source.write_text(json.dumps({"document_id": "d", "blocks": BLOCKS}), encoding="utf-8")
+    return source
+
+
 # --- fit: explicit fields win, except those that would undo it ----------------------------------
 
 
@@ -133,11 +143,7 @@ def test_submit_on_the_command_line_exits_2_with_the_reason(
     producer: Producer, fake_app: FakeApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    import cli.submit
-
-    monkeypatch.setattr(cli.submit, "_producer", lambda command: producer)
-    source = tmp_path / "doc.json"
-    source.write_text(json.dumps({"document_id": "d", "blocks": BLOCKS}), encoding="utf-8")
+    source = _submitting(producer, monkeypatch, tmp_path)
     argv = ["submit", str(source), "--fit", "model", "--token-counter", "estimate"]
     assert run_submit(build_parser().parse_args(argv)) == 2
     assert capsys.readouterr().err == f"longparser submit: error: {UNDO_COUNTER}\n"
@@ -315,11 +321,7 @@ def test_submit_on_the_command_line_prints_them(
     producer: Producer, fake_app: FakeApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    import cli.submit
-
-    monkeypatch.setattr(cli.submit, "_producer", lambda command: producer)
-    source = tmp_path / "doc.json"
-    source.write_text(json.dumps({"document_id": "d", "blocks": BLOCKS}), encoding="utf-8")
+    source = _submitting(producer, monkeypatch, tmp_path)
     assert main(["submit", str(source), "-c", '{"overlap_blocks": 0, "overlap_unit": "sentence"}']) == 0
     assert capsys.readouterr().err == ("longparser submit: warning: config: overlap_unit \"sentence\" does "
                                        "nothing: overlap_blocks is 0\n")
