@@ -109,8 +109,8 @@ def _counter_reference(value: str, field: str) -> str:
 
 
 def _min_tokens_default(validated: dict[str, Any]) -> int:
-    # max_tokens is validated first (field order); absent only when it was invalid, and then
-    # the request is refused for that error.
+    # max_tokens is validated before (field order); pydantic does not call this when it was invalid.
+    # Absent only for a request that sets no field (docs/config_doc.py asks for that default).
     return default_min_tokens(validated.get("max_tokens", DEFAULT_MAX_TOKENS))
 
 
