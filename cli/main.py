@@ -45,7 +45,7 @@ from importlib import metadata
 from typing import Any
 
 from longparser.boundary_methods import ALIASES, METHODS
-from schemas.config import MODEL_WINDOW, ChunkingConfig
+from schemas.config import DEFAULT_MIN_TOKENS, MODEL_WINDOW, ChunkingConfig
 
 DISTRIBUTION = "longparser-worker"
 INPUT_HELP = ("block list, ChunkRequest, LongParser document dump or docling DoclingDocument (JSON), "
@@ -78,7 +78,7 @@ def version() -> str:
         return "unknown"
 
 
-def _bounds(metadata: list[Any]) -> str | None:
+def field_bounds(metadata: list[Any]) -> str | None:
     """``1-100000``, ``>= 1`` or ``> 0 and <= 1`` from a pydantic field's constraints."""
     found = {name: getattr(m, name) for m in metadata for name in ("ge", "gt", "le", "lt")
              if getattr(m, name, None) is not None}
@@ -95,7 +95,7 @@ def config_limits() -> str:
     """The config's limits, read from :class:`ChunkingConfig` itself (so help never drifts)."""
     limits = []
     for name, field in ChunkingConfig.model_fields.items():
-        bounds = _bounds(field.metadata)
+        bounds = field_bounds(field.metadata)
         if name == "min_tokens":
             bounds = f"{bounds} and < max_tokens"
         if bounds:
@@ -124,7 +124,7 @@ def _add_config_flags(parser: argparse.ArgumentParser, semantic_help: str) -> No
     flags = parser.add_argument_group(
         "config flags", "each wins over -c and over the input's own config; unset: theirs, else the default"
     )
-    bounds = _bounds(ChunkingConfig.model_fields["max_tokens"].metadata)
+    bounds = field_bounds(ChunkingConfig.model_fields["max_tokens"].metadata)
     flags.add_argument(
         "--max-tokens", type=int, metavar="N",
         help=f"chunk size target in tokens, a hard maximum with --strict; {bounds} "
@@ -133,7 +133,8 @@ def _add_config_flags(parser: argparse.ArgumentParser, semantic_help: str) -> No
     flags.add_argument(
         "--min-tokens", type=int, metavar="N",
         help="chunks below this merge into a neighbour of the same section; 0 up to max_tokens - 1 "
-             f"(default: {_default('min_tokens')})",
+             f"(default: {DEFAULT_MIN_TOKENS}, or max_tokens // 2 when max_tokens is {DEFAULT_MIN_TOKENS} "
+             "or less)",
     )
     flags.add_argument(
         "--token-counter", metavar="COUNTER",

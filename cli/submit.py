@@ -25,6 +25,7 @@ import sys
 from typing import Any
 
 from schemas import ChunkResult, InputError
+from schemas.errors import RequestRefused
 
 EXIT_OK, EXIT_NOT_READY, EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_FULL = 0, 1, 2, 3, 4
 
@@ -67,7 +68,7 @@ def _guarded(command: str, run: Any) -> int:
 
     try:
         return run()
-    except (InputError, PayloadTooLarge) as exc:
+    except (InputError, PayloadTooLarge, RequestRefused) as exc:
         _say(command, f"error: {exc}")
         return EXIT_BAD_INPUT
     except BrokerUnavailable as exc:

@@ -3,17 +3,19 @@
 Every method is a pure function ``method(unit, **parameters) -> list[int]`` over the rows of
 ONE section (float64, unit length, or all-zero for a zero-norm embedding, in reading order,
 blank blocks already left out). A returned ``b`` (``1 <= b < n``, ascending) means "a new
-chunk starts before row ``b``". :data:`METHODS` is the one registry of names; ``"recommended"``
-is an alias (:data:`ALIASES`) resolved by :func:`resolve`. Cut-offs are absolute, never
-relative to the section: a document-relative cut-off (TextTiling's mean - c * std of depth
-scores, C99's gradient test, a percentile) always finds "the least similar" gap, so it cuts
-one-topic sections, which is the failure the labelled set measures (see docs/semantic.md).
+chunk starts before row ``b``". :data:`METHODS` is the one registry of names; ``"recommended"``,
+an older name of ``cohesion`` still accepted and warned (:data:`ALIASES`,
+:data:`schemas.config.DEPRECATED_SEMANTIC_METHODS`), is resolved by :func:`resolve`.
+Cut-offs are absolute, never relative to the section: a document-relative cut-off
+(TextTiling's mean - c * std of depth scores, C99's gradient test, a percentile) always finds
+"the least similar" gap, so it cuts one-topic sections, which is the failure the labelled set
+measures (see docs/semantic.md).
 
 ``adjacent`` (the default, the seed's rule): a boundary before row ``i`` when
 ``cos(v[i-1], v[i]) < threshold``, strictly.
 
-``cohesion`` (recommended): the partition of the section into contiguous segments that
-maximises
+``cohesion`` (the method to use for semantic boundaries): the partition of the section into
+contiguous segments that maximises
 
     sum over pairs (i, j) in one segment with j - i <= COHESION_WINDOW of (cos(v[i], v[j]) - pair_threshold)
     - boundary_cost * (number of boundaries)
@@ -42,6 +44,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from schemas.config import DEPRECATED_SEMANTIC_METHODS
 
 BoundaryMethod = Callable[..., list[int]]
 
@@ -119,7 +123,7 @@ def cohesion(unit: np.ndarray, pair_threshold: float, boundary_cost: float) -> l
 
 
 METHODS: dict[str, BoundaryMethod] = {"adjacent": adjacent, "cohesion": cohesion}
-ALIASES = {"recommended": "cohesion"}
+ALIASES = dict(DEPRECATED_SEMANTIC_METHODS)
 
 
 def resolve(name: str) -> str:

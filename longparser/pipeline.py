@@ -13,6 +13,11 @@ Decisions:
 * Semantic mode requested without an encoder: structural packing, ``stats.semantic``
   records ``available=False`` with the reason, and one warning is logged per call. An encoder
   that raises propagates the error (the task fails visibly instead of silently degrading).
+* ``stats.warnings``: what the request should hear about its config
+  (:func:`schemas.config.config_warnings`: a field set to something other than its default that
+  does nothing in the request's mode, a deprecated name), then about its output
+  (``heading_context`` with no section path); each is also logged once per call, which the
+  command line prints.
 * ``token_count`` is the counter's count of the final text (with overlap and repeated text);
   packing works on per-block counts (their sums may differ from the joined text's count).
 * ``timings_ms``: ``validate`` is the validation of dict blocks (done while prepare reads
@@ -57,6 +62,7 @@ from schemas import (
     SemanticStats,
     parse_config,
 )
+from schemas.config import config_warnings
 
 logger = logging.getLogger(__name__)
 
@@ -161,6 +167,14 @@ def finalize(
     return chunks
 
 
+def request_warnings(config: ChunkingConfig) -> list[str]:
+    """:func:`schemas.config.config_warnings` of ``config``, each logged once."""
+    warnings = config_warnings(config)
+    for warning in warnings:
+        logger.warning("config: %s", warning)
+    return warnings
+
+
 def _ms(start: float, end: float) -> float:
     return round((end - start) * 1000.0, 3)
 
@@ -195,6 +209,7 @@ def chunk_blocks(
     t0 = time.perf_counter()
     requested, res = _as_config(config), resources if resources is not None else NO_RESOURCES
     cfg, counter = resolve(requested, res)
+    warnings = request_warnings(requested)
     budget = Budget(cfg.chunk_budget, counter, strict=cfg.strict_max_tokens,
                     with_breadcrumb=cfg.heading_context)
     intake = BlockIntake(blocks)
@@ -230,7 +245,7 @@ def chunk_blocks(
         resources=res.availability(),
         timings_ms=timings,
         section_paths=section_paths,
-        warnings=context_warnings(cfg, chunks),
+        warnings=[*warnings, *context_warnings(cfg, chunks)],
         config=expanded(requested.fit, cfg),
     )
     return ChunkResult(document_id=document_id, chunks=chunks, stats=stats)

@@ -4,9 +4,9 @@ The decision rule is a boundary method of :mod:`longparser.boundary_methods`, ap
 section on its own (cut-offs are per section): ``adjacent`` by default (a boundary is placed
 before block ``i`` when the cosine similarity of the embeddings of block ``i`` and of the
 previous non-blank block of the same section is strictly less than the threshold; equal to the
-threshold is *not* a boundary), or ``cohesion`` / ``recommended``. A zero-norm vector has
-similarity 0.0 with anything. Blank texts are never embedded, never start a boundary and never
-absorb one: methods see only the non-blank blocks, and the indices returned refer to the
+threshold is *not* a boundary), or ``cohesion`` (``recommended``: its older name). A
+zero-norm vector has similarity 0.0 with anything. Blank texts are never embedded, never start a
+boundary and never absorb one: methods see only the non-blank blocks, and the indices returned refer to the
 caller's lists. A section with fewer than two non-blank texts has no boundaries and sends
 nothing to the encoder.
 

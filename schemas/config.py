@@ -1,7 +1,12 @@
-"""ChunkingConfig: the per-request knobs of the chunking engine (docs/config.md)."""
+"""ChunkingConfig: the per-request knobs of the chunking engine (docs/config.md).
+
+The field descriptions are the config reference: docs/config.md's table of fields is generated
+from them (``python -m docs.config_doc --write``), and a unit test fails when the two differ.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -21,16 +26,16 @@ MAX_COUNTER_CHARS = 4096
 # The pinned embedding model's window in its own tokens, special tokens included
 # (sentence-transformers' max_seq_length for all-MiniLM-L6-v2): what fits is embedded whole.
 MODEL_WINDOW = 256
-# The settings recommended for the pinned 256-token model: the README shows them, the retrieval
-# benchmark's "recommended" row runs them (docs/retrieval-benchmark.md), the fit preset applies
-# them with its own tokenizer and window (fit_config), and a unit test holds the README to this
-# mapping. Changed only on the benchmark's dev split (bench/README.md has the ablations each
-# choice rests on).
-RECOMMENDED_CONFIG: Mapping[str, Any] = MappingProxyType({
-    "max_tokens": 256,
+DEFAULT_MAX_TOKENS = 512
+DEFAULT_MIN_TOKENS = 100
+# The largest max_tokens the fit preset chooses, whatever the model's window (retrieval prefers
+# chunks of a few hundred tokens even where a model embeds thousands).
+FIT_MAX_TOKENS = 512
+# The recommended settings: what the fit preset sets besides the budget (strict mode, the fitted
+# tokenizer, max_tokens = min(its window, FIT_MAX_TOKENS)). Chosen on the retrieval benchmark's
+# dev split only (bench/README.md has the ablations each choice rests on).
+FIT_SETTINGS: Mapping[str, Any] = MappingProxyType({
     "min_tokens": 0,
-    "strict_max_tokens": True,
-    "token_counter": "model",
     "overlap_blocks": 0,
     "table_chunk_format": "labelled",
     "table_batch_tokens": 64,
@@ -40,9 +45,50 @@ RECOMMENDED_CONFIG: Mapping[str, Any] = MappingProxyType({
     "heading_context": True,
     "breadcrumb_titles": 1,
 })
-# The largest max_tokens the fit preset chooses, whatever the model's window (retrieval prefers
-# chunks of a few hundred tokens even where a model embeds thousands).
-FIT_MAX_TOKENS = 512
+
+
+def fit_preset(fit: str, window: int) -> dict[str, Any]:
+    """Every field the ``fit`` preset sets for the tokenizer ``fit`` of ``window`` tokens."""
+    return {"max_tokens": min(window, FIT_MAX_TOKENS), "strict_max_tokens": True, "token_counter": fit,
+            **FIT_SETTINGS}
+
+
+# {"fit": "model"} spelled out: the README shows it and the retrieval benchmark's "recommended"
+# row runs it (docs/retrieval-benchmark.md); a unit test holds the README to this mapping.
+RECOMMENDED_CONFIG: Mapping[str, Any] = MappingProxyType(fit_preset("model", MODEL_WINDOW))
+# Every field a client before this release sent, filled in at its default when its caller left it
+# unset (the fields of the first release with fit). A config carrying all of them is such a
+# client's whole dump: its fields win over fit as they did then (docs/operations.md#upgrading).
+OLDER_CLIENT_FIELDS = frozenset({
+    "detect_equations", "exclude_headers_footers", "fit", "generate_schema_chunks", "heading_context",
+    "max_tokens", "min_tokens", "overlap_blocks", "overlap_max_share", "reserve_tokens",
+    "semantic_boundary_cost", "semantic_method", "semantic_pair_threshold", "semantic_threshold",
+    "strict_max_tokens", "table_chunk_format", "table_rows_per_chunk", "token_counter",
+    "use_semantic_chunking", "wide_table_col_threshold",
+})
+# Older names a request may still use; each is warned (stats.warnings) with the name to use.
+DEPRECATED_SEMANTIC_METHODS = MappingProxyType({"recommended": "cohesion"})
+
+
+def default_min_tokens(max_tokens: int) -> int:
+    """``min_tokens`` where a request leaves it unset: 100, or half of ``max_tokens`` when
+    ``max_tokens`` is 100 or less (a minimum must stay below the maximum; every ``max_tokens``
+    a request could use with the old fixed default keeps it)."""
+    return DEFAULT_MIN_TOKENS if max_tokens > DEFAULT_MIN_TOKENS else max_tokens // 2
+
+
+def known_window(counter: str) -> int | None:
+    """The window of a counter that is known without loading it: the pinned model's; None otherwise."""
+    return MODEL_WINDOW if counter == "model" else None
+
+
+def above_window(max_tokens: int, window: int | None, named: str) -> str | None:
+    """The one window rule: why chunks of ``max_tokens`` cannot be kept within ``window`` tokens
+    of the counter ``named`` (``token_counter 'model'``, ``fit 'e5'``); None when they can."""
+    if window is None or max_tokens <= window:
+        return None
+    return (f"max_tokens {max_tokens} is above the window of {named} ({window} tokens): strict mode could "
+            f"not keep chunks within what the model embeds; set max_tokens to {window} or less")
 
 
 def is_tokenizer_name(value: str) -> bool:
@@ -62,7 +108,13 @@ def _counter_reference(value: str, field: str) -> str:
     return value
 
 
-# The names of longparser.boundary_methods.METHODS and ALIASES (a unit test keeps them equal).
+def _min_tokens_default(validated: dict[str, Any]) -> int:
+    # max_tokens is validated before (field order); pydantic does not call this when it was invalid.
+    # Absent only for a request that sets no field (docs/config_doc.py asks for that default).
+    return default_min_tokens(validated.get("max_tokens", DEFAULT_MAX_TOKENS))
+
+
+# The names of longparser.boundary_methods.METHODS and the deprecated names (a unit test keeps them equal).
 SemanticMethod = Literal["adjacent", "cohesion", "recommended"]
 
 
@@ -79,61 +131,106 @@ class ChunkingConfig(BaseModel):
     number 1, ``"256"`` is not 256 and ``1`` is not true; an integer is accepted as a float.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # Each field's docstring is its description: docs/config.md's table of fields is generated from them.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True)
 
-    max_tokens: int = Field(default=512, ge=1, le=100_000)
-    min_tokens: int = Field(default=100, ge=0)
+    max_tokens: int = Field(default=DEFAULT_MAX_TOKENS, ge=1, le=100_000)
+    """packing target, or the hard maximum with `strict_max_tokens` ([strict.md](strict.md))"""
+    min_tokens: int = Field(default_factory=_min_tokens_default, ge=0)
+    """below `max_tokens`; unset: 100, or `max_tokens` // 2 when `max_tokens` is 100 or less. A smaller
+    chunk merges into an adjacent chunk (its section's first), never across a table or a semantic
+    boundary; a heading-only chunk always leads the next
+    """
     overlap_blocks: int = Field(default=1, ge=0, le=16)
-    table_rows_per_chunk: int = Field(default=15, ge=1)
-    # A table (column band) that does not fit one chunk is cut into row batches of at most this
-    # many tokens of rows (title and header lines aside): a few facts per chunk under the table's
-    # title; one that fits stays whole (None: batches as large as max_tokens allows).
-    table_batch_tokens: int | None = Field(default=None, ge=1, le=100_000)
-    table_chunk_format: TableChunkFormat = "row_record"
-    generate_schema_chunks: bool = True
-    wide_table_col_threshold: int = Field(default=25, ge=1)
+    """trailing paragraphs (or sentences) of the previous chunk prepended, repeated (0: none)"""
     # --- tables (docs/chunking.md) ------------------------------------------------------------
-    # A table's title (its caption, or a "Table N" paragraph next to it) opens its first row
-    # chunk and is repeated on every later row chunk and on the schema chunk (then after the rows).
+    table_rows_per_chunk: int = Field(default=15, ge=1)
+    """rows per table chunk (also bounded by `max_tokens`)"""
+    table_batch_tokens: int | None = Field(default=None, ge=1, le=100_000)
+    """a table (column band) that does not fit one chunk is cut into row batches whose rows count at most
+    this many tokens (title and header lines aside); one that fits stays whole (none: batches as
+    large as `max_tokens` allows)
+    """
+    table_chunk_format: TableChunkFormat = "row_record"
+    """`Row 3: Name=Ada; Year=1843`, `Ada: Year=1843`, `Ada | 1843` under the repeated header line, or a
+    Markdown table ([chunking.md](chunking.md))
+    """
+    generate_schema_chunks: bool = True
+    """one `table_schema` chunk per table: shape, column types, null rates, up to 5 sample rows (in strict
+    mode as many as fit; never cut)
+    """
+    wide_table_col_threshold: int = Field(default=25, ge=1)
+    """wider tables are cut into bands of 12 columns, each repeating column 0"""
     table_titles: bool = False
-    # Without header flags, infer the header rows (off: only flagged rows are header rows).
+    """a table's title (its caption, or a "Table N ..." paragraph next to it) opens its first row chunk and
+    is repeated on every later row chunk and on the schema chunk
+    """
     table_header_inference: bool = True
-    # Consecutive tables that each make one chunk are packed together while they fit.
+    """without `column_header` flags, infer the header rows (the rows above the first half-numeric row, up
+    to 6); false: flagged rows only
+    """
     pack_tables: bool = False
+    """consecutive tables (nothing between them) that each make one chunk are packed into one chunk while
+    they fit, like paragraphs (a spreadsheet or form converted as many small tables)
+    """
     detect_equations: bool = True
+    """re-tag equation-like paragraphs as equations (and glue their lead-in)"""
     exclude_headers_footers: bool = True
+    """drop page headers and footers (`stats.blocks_excluded`)"""
     # --- budget (docs/strict.md, docs/tokenizers.md) ------------------------------------------
-    # "estimate": the word estimate (whitespace words x 1.33); "model": the pinned model's own
-    # tokenizer; a tokenizer's declared name (workers) or path (library and CLI only).
     token_counter: str = "estimate"
-    # Every chunk's final text (embed_text with heading_context) counts at most max_tokens.
+    """how tokens are counted: `estimate` (whitespace words x 1.33), `model` (the pinned model's own
+    tokenizer), or any tokenizer: a name the workers declare, a path in the library and CLI
+    ([tokenizers.md](tokenizers.md))
+    """
     strict_max_tokens: bool = False
-    # The preset: "model", a declared name or a path. Strict mode, that tokenizer,
-    # max_tokens = min(its window, 512) and RECOMMENDED_CONFIG; fields set explicitly win.
+    """every chunk's final text (`embed_text` with `heading_context`) counts at most `max_tokens`;
+    `max_tokens` above the counter's window (256 for `model`) is refused
+    """
     fit: str | None = None
-    # Room kept free in every chunk for a prefix the embedder adds (e5's "passage: "): chunks
-    # are sized to max_tokens - reserve_tokens.
+    """the recommended settings for a model in one key: `model`, a tokenizer's declared name or (library
+    and CLI) path. Strict mode, that tokenizer, `max_tokens` = min(its window, 512) and the settings
+    [below](#for-a-256-token-embedding-model). Other fields set explicitly win (a field given at its
+    default value too), except those that would undo the fit, which are refused: another
+    `token_counter`, `strict_max_tokens` false, `max_tokens` above the window. `stats.config` echoes
+    what it expanded to, on every path ([tokenizers.md](tokenizers.md),
+    [producers.md](producers.md#the-request))
+    """
     reserve_tokens: int = Field(default=0, ge=0, le=100_000)
-    # --- context ------------------------------------------------------------------------------
-    # Each chunk also gets embed_text: its heading breadcrumb, then its text.
+    """below `max_tokens`: room kept free for a prefix the embedder adds (e5's `passage: `); chunks count
+    at most `max_tokens - reserve_tokens`
+    """
+    # --- context and overlap ------------------------------------------------------------------
     heading_context: bool = False
-    # The breadcrumb shows at most this many innermost titles of the section path (None: all).
+    """each chunk also gets `embed_text`: its heading breadcrumb, then its text
+    ([below](#heading_context-what-it-changes-in-retrieval))
+    """
     breadcrumb_titles: int | None = Field(default=None, ge=1, le=32)
-    # Overlap may take at most this share of max_tokens, and never a quarter of its chunk or more
-    # (None: whole paragraphs, as before).
+    """with `heading_context`: the breadcrumb shows at most this many innermost titles of the section path
+    (none: all)
+    """
     overlap_max_share: float | None = Field(default=None, gt=0.0, le=1.0)
-    # What overlap copies: the previous chunk's last overlap_blocks paragraphs, or sentences.
+    """overlap takes at most this share of `max_tokens` and at most a third of its chunk's own tokens
+    (never a quarter of the chunk or more): whole paragraphs first, then a sentence or word cut
+    (none: whole paragraphs)
+    """
     overlap_unit: OverlapUnit = "paragraph"
+    """what `overlap_blocks` counts: the previous chunk's last paragraphs, or its last sentences"""
     # --- semantic boundaries (docs/semantic.md) -----------------------------------------------
     use_semantic_chunking: bool = False
-    # "adjacent" (the default, unchanged behaviour), "cohesion", or "recommended" (= cohesion).
+    """place boundaries where the topic changes, with the pinned encoder (goes to the `semantic` queue;
+    [semantic.md](semantic.md))
+    """
     semantic_method: SemanticMethod = "adjacent"
-    # adjacent: a boundary where cos(previous block, block) < semantic_threshold.
+    """with `use_semantic_chunking`: how boundaries are chosen, `adjacent` (the default, unchanged
+    behaviour) or `cohesion`; `recommended`, an older name of `cohesion`, still works and is warned
+    """
     semantic_threshold: float = Field(default=0.3, ge=0.0, le=1.0)
-    # cohesion: blocks "belong together" above this cosine (pairs up to 8 blocks apart) ...
+    """`adjacent` only: a boundary where cosine(previous block, block) < threshold"""
     semantic_pair_threshold: float = Field(default=0.21, ge=0.0, le=1.0)
-    # ... and a boundary must separate pairs worth more than this below it.
+    """`cohesion` only: blocks up to 8 apart "belong together" above this cosine"""
     semantic_boundary_cost: float = Field(default=0.15, ge=0.0, le=10.0)
+    """`cohesion` only: what a boundary must save to be placed"""
 
     def semantic_method_args(self) -> dict[str, Any]:
         """Keyword arguments of ``longparser.semantic.section_boundaries`` after the threshold.
@@ -169,6 +266,11 @@ class ChunkingConfig(BaseModel):
         """What a chunk may count: ``max_tokens`` less the room reserved for the embedder's prefix."""
         return self.max_tokens - self.reserve_tokens
 
+    @property
+    def older_client_dump(self) -> bool:
+        """Whether this config is a client's whole dump from before this release (every field set)."""
+        return self.model_fields_set >= OLDER_CLIENT_FIELDS
+
     @model_validator(mode="after")
     def _budget_is_consistent(self) -> ChunkingConfig:
         if self.fit is not None:
@@ -179,26 +281,53 @@ class ChunkingConfig(BaseModel):
                 f"set reserve_tokens below {self.max_tokens}"
             )
         if self.min_tokens >= self.max_tokens:
-            default = "" if "min_tokens" in self.model_fields_set else ", its default"
             raise ValueError(
-                f"min_tokens ({self.min_tokens}{default}) must be smaller than max_tokens "
-                f"({self.max_tokens}): set min_tokens below {self.max_tokens}"
+                f"min_tokens ({self.min_tokens}) must be smaller than max_tokens ({self.max_tokens}): "
+                f"set min_tokens below {self.max_tokens}"
             )
-        if self.strict_max_tokens and self.token_counter == "model" and self.max_tokens > MODEL_WINDOW:
-            raise ValueError(
-                f"max_tokens ({self.max_tokens}) is above the embedding model's window "
-                f"({MODEL_WINDOW} tokens) while strict_max_tokens and token_counter 'model' ask for "
-                f"chunks that fit it: set max_tokens to {MODEL_WINDOW} or less"
-            )
+        refusal = strict_window_refusal(self, known_window(self.token_counter))
+        if refusal:
+            raise ValueError(refusal)
         return self
+
+
+def strict_window_refusal(config: ChunkingConfig, window: int | None) -> str | None:
+    """Why ``config`` cannot be served in strict mode by its counter of ``window`` tokens, or None:
+    chunks above the window would be cut by the model, silently."""
+    if not config.strict_max_tokens:
+        return None
+    return above_window(config.max_tokens, window, f"token_counter {config.token_counter!r}")
+
+
+def fit_refusal(config: ChunkingConfig, window: int | None) -> str | None:
+    """Why the fields set explicitly in a ``fit`` request would undo the fit, or None.
+
+    Explicit fields win over the preset, except these: another ``token_counter`` (the chunks would
+    not be counted in the fitted tokenizer), ``strict_max_tokens`` false (they would not be held
+    to its window) and ``max_tokens`` above ``window`` (None: not known here, checked where the
+    tokenizer is loaded). A client's whole dump from before this release is read as it was then
+    (:attr:`ChunkingConfig.older_client_dump`).
+    """
+    fit, explicit = config.fit, config.model_fields_set
+    if fit is None or config.older_client_dump:
+        return None
+    if "token_counter" in explicit and config.token_counter != fit:
+        return (f"fit {fit!r} counts in that tokenizer; token_counter {config.token_counter!r} would undo "
+                f"it: leave token_counter out (or fit out, to count with {config.token_counter!r})")
+    if "strict_max_tokens" in explicit and not config.strict_max_tokens:
+        return (f"fit {fit!r} keeps every chunk within the tokenizer's window; strict_max_tokens false would "
+                "undo it: leave strict_max_tokens out (or fit out, for a packing target)")
+    if "max_tokens" in explicit:
+        return above_window(config.max_tokens, window, f"fit {fit!r}")
+    return None
 
 
 def fit_config(config: ChunkingConfig, window: int) -> ChunkingConfig:
     """The config the ``fit`` preset of ``config`` expands to, for a tokenizer of ``window`` tokens.
 
-    The preset: :data:`RECOMMENDED_CONFIG`, strict mode, ``token_counter`` = the fitted
-    tokenizer, ``max_tokens = min(window, FIT_MAX_TOKENS)``; every field set explicitly in
-    ``config`` wins. The result has no ``fit`` (it is a plain config, validated as one).
+    The preset (:func:`fit_preset`) with every field set explicitly in ``config`` winning (the
+    caller refuses first what would undo it: :func:`fit_refusal`). The result has no ``fit`` (it
+    is a plain config, validated as one).
 
     Raises:
         pydantic.ValidationError: the explicit fields and the preset do not make a valid config
@@ -206,7 +335,53 @@ def fit_config(config: ChunkingConfig, window: int) -> ChunkingConfig:
     """
     if config.fit is None:
         return config
-    preset = {**RECOMMENDED_CONFIG, "strict_max_tokens": True, "token_counter": config.fit,
-              "max_tokens": min(window, FIT_MAX_TOKENS)}
     explicit = config.model_dump(include=config.model_fields_set - {"fit"})
-    return ChunkingConfig.model_validate({**preset, **explicit})
+    return ChunkingConfig.model_validate({**fit_preset(config.fit, window), **explicit})
+
+
+# --- fields that do nothing in a request's mode ---------------------------------------------------
+
+def _mode(config: ChunkingConfig, name: str) -> Any:
+    """What a field that decides a mode will be once the preset is expanded (the preset's value,
+    unless the request set it)."""
+    if config.fit is not None and name not in config.model_fields_set and name in FIT_SETTINGS:
+        return FIT_SETTINGS[name]
+    return getattr(config, name)
+
+
+def _idle_reason(config: ChunkingConfig, name: str) -> str | None:
+    """Why ``name`` does nothing in ``config``'s mode, or None when it does something."""
+    if name.startswith("semantic_") and not config.use_semantic_chunking:
+        return "use_semantic_chunking is off"
+    method = DEPRECATED_SEMANTIC_METHODS.get(config.semantic_method, config.semantic_method)
+    if name == "semantic_threshold" and method != "adjacent":
+        return f"it applies to semantic_method 'adjacent' only, and this request uses {method!r}"
+    if name in ("semantic_pair_threshold", "semantic_boundary_cost") and method != "cohesion":
+        return f"it applies to semantic_method 'cohesion' only, and this request uses {method!r}"
+    if name in ("overlap_unit", "overlap_max_share") and _mode(config, "overlap_blocks") == 0:
+        return "overlap_blocks is 0"
+    if name == "breadcrumb_titles" and not _mode(config, "heading_context"):
+        return "heading_context is off"
+    return None
+
+
+def config_warnings(config: ChunkingConfig) -> list[str]:
+    """What a request should hear about its config, each once: a field set to something other
+    than its default that does nothing in the request's mode, a deprecated name, a ``fit`` that
+    an older client's whole dump leaves nothing to set. Chunks are made as asked all the same."""
+    warnings = []
+    for name, field in ChunkingConfig.model_fields.items():
+        value = getattr(config, name)
+        if name not in config.model_fields_set or value == field.default:
+            continue
+        reason = _idle_reason(config, name)
+        if reason:
+            warnings.append(f"{name} {json.dumps(value)} does nothing: {reason}")
+    if config.use_semantic_chunking and config.semantic_method in DEPRECATED_SEMANTIC_METHODS:
+        warnings.append(f"semantic_method {config.semantic_method!r} is an older name of "
+                        f"{DEPRECATED_SEMANTIC_METHODS[config.semantic_method]!r}: use that name")
+    if config.fit is not None and config.older_client_dump:
+        warnings.append(f"fit {config.fit!r} sets nothing: the config carries every field, as a client "
+                        "before this release sent it, and each wins over the preset; an upgraded client "
+                        "sends only the fields its caller set")
+    return warnings

@@ -194,7 +194,10 @@ def format_validation_error(exc: ValidationError, blocks: list[Any] | None = Non
     def block_at(index: int) -> Any:
         return blocks[index] if blocks is not None and 0 <= index < len(blocks) else None
 
-    return join_problems([_problem(err, block_at) for err in exc.errors(include_url=False)])
+    # A default computed from another field (min_tokens from max_tokens) is not computed when that
+    # field is invalid; pydantic reports this as an error of its own, which only echoes the first.
+    errors = [err for err in exc.errors(include_url=False) if err.get("type") != "default_factory_not_called"]
+    return join_problems([_problem(err, block_at) for err in errors])
 
 
 def describe_block_error(exc: ValidationError, index: int, block: Any) -> str:

@@ -49,6 +49,7 @@ Routing: semantic requests go to ``LONGPARSER_SEMANTIC_QUEUE``, the rest to
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -60,6 +61,7 @@ from celery import Celery
 
 from config.settings import Settings, get_settings
 from schemas import ChunkRequest, ChunkResult, InputError
+from schemas.config import config_warnings
 from schemas.inputs import DoclingConverter, TextConverter, parse_config, parse_input
 from service.celeryconfig import celery_config
 from service.events import block_ms, entry_document_id, last_event_id
@@ -69,11 +71,12 @@ from service.redis_client import is_out_of_memory, masked
 from service.retry import Waits, call_with_retry, is_transient
 from service.store import ResultStore
 from tasks.errors import BrokerUnavailable, JobFailed, JobNotFound, ResultTimeout, StoreFull
-from tasks.payload import check_encoded_size, refuse_tokenizer_paths, request_json
+from tasks.payload import check_encoded_size, refuse_tokenizer_paths, refuse_undoing_fit, request_json
 
 FINAL_STATES = frozenset({"SUCCESS", "FAILURE"})
 EVENT_BATCH = 500  # entries one blocking read takes (other documents' events are skipped)
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -266,6 +269,11 @@ class Producer:
             schemas.InputError: the request is invalid (message names block and field), a
                 DoclingDocument docling-core cannot read, or one given without ``docling``, or
                 it names a tokenizer by path (workers load only the ones they declare).
+            schemas.errors.RequestRefused: a ``fit`` request's explicit fields would undo the fit
+                (another ``token_counter``, ``strict_max_tokens`` false, ``max_tokens`` above the
+                model's window), as every worker would refuse it. A config field that does
+                nothing in the request's mode is logged as a warning (and listed in the result's
+                ``stats.warnings``).
             loaders.docling.DoclingNotInstalledError: (an ImportError) docling-core is missing.
             tasks.errors.PayloadTooLarge: over ``LONGPARSER_MAX_PAYLOAD_BYTES`` (256 MiB of JSON by
                 default). Above ``LONGPARSER_REFERENCE_THRESHOLD_BYTES`` (1 MiB) the request's
@@ -276,6 +284,9 @@ class Producer:
         """
         validated = _as_request(request, semantic, config, docling, text_converter, document_id)
         refuse_tokenizer_paths(validated)
+        refuse_undoing_fit(validated)
+        for warning in config_warnings(validated.config):  # the result's stats.warnings will say it too
+            logger.warning("config: %s", warning)
         # Encoded once, to UTF-8 bytes, with only the config fields the caller set (the worker's
         # engine expands a preset, as the library's does): their length is the size check;
         # small requests travel decoded inside the message, large ones as a reference to these

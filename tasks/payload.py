@@ -13,7 +13,8 @@ from typing import Any
 import pydantic_core
 
 from schemas import ChunkingConfig, ChunkRequest, InputError, parse_input
-from schemas.config import is_path_like
+from schemas.config import fit_refusal, is_path_like, known_window
+from schemas.errors import RequestRefused
 from tasks.errors import InvalidPayload, PayloadTooLarge
 
 
@@ -123,4 +124,19 @@ def refuse_tokenizer_paths(request: ChunkRequest) -> None:
         if reference is not None and is_path_like(reference):
             raise InputError(f"config.{field}: {reference!r} is a path: workers never open a path a request "
                              "names; name a tokenizer the fleet declares in LONGPARSER_TOKENIZERS")
+
+
+
+def refuse_undoing_fit(request: ChunkRequest) -> None:
+    """Producer side: a ``fit`` request whose explicit fields would undo the fit (another
+    ``token_counter``, ``strict_max_tokens`` false, ``max_tokens`` above the pinned model's window
+    for ``fit: "model"``) is refused before it is queued, as every worker would refuse it. A
+    declared tokenizer's window is known to the workers only: they refuse a ``max_tokens`` above it.
+
+    Raises:
+        RequestRefused: the reason, in one line (the worker's own words).
+    """
+    refusal = fit_refusal(request.config, known_window(request.config.fit or ""))
+    if refusal:
+        raise RequestRefused(refusal)
 

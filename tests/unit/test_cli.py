@@ -349,10 +349,6 @@ BAD_INPUTS = [
         id="min-max",
     ),
     pytest.param(
-        [], {"max_tokens": 50},
-        ["config: min_tokens (100, its default) must be smaller than max_tokens (50)"], id="min-default"
-    ),
-    pytest.param(
         [], {"max_tokenz": 10}, ["config.max_tokenz: unknown field, did you mean 'max_tokens'?"],
         id="unknown-key",
     ),
@@ -730,17 +726,17 @@ def test_output_keys_are_in_schema_order(
 @pytest.mark.parametrize(
     ("argv", "fragment"),
     [
-        (["-c", '{"max_tokens": 50}'],
-         "config: min_tokens (100, its default) must be smaller than max_tokens (50)"),
+        (["-c", '{"max_tokens": 50, "min_tokens": 100}'],
+         "config: min_tokens (100) must be smaller than max_tokens (50)"),
         (["-c", "{oops"], "config (inline JSON): not valid JSON: Expecting property name"),
         (["-c", "[1, 2]"],
          "config (inline JSON): config must be a JSON object of ChunkingConfig fields, got a list"),
         (["-c", "missing.json"], "config missing.json: no such file"),
         (["--max-tokens", "0"], "config.max_tokens: Input should be greater than or equal to 1 (got 0)"),
         (["--max-tokens", "300", "--strict", "--token-counter", "model"],
-         "config: max_tokens (300) is above the embedding model's window (256 tokens)"),
+         "config: max_tokens 300 is above the window of token_counter 'model' (256 tokens)"),
     ],
-    ids=["min-default", "inline-not-json", "inline-list", "no-file", "zero", "above-window"],
+    ids=["min-above-max", "inline-not-json", "inline-list", "no-file", "zero", "above-window"],
 )
 def test_bad_config_flags_exit_2_with_one_line(
     argv: list[str], fragment: str, blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any,
@@ -756,10 +752,10 @@ def test_bad_config_flags_exit_2_with_one_line(
 
 
 def test_inline_config_error_through_the_real_entry_point() -> None:
-    proc = run_entry_point("chunk", str(SAMPLE), "-c", '{"max_tokens": 50}')
+    proc = run_entry_point("chunk", str(SAMPLE), "-c", '{"max_tokens": 50, "min_tokens": 60}')
 
     assert (proc.returncode, proc.stdout) == (2, "")
-    assert proc.stderr == ("longparser chunk: error: config: min_tokens (100, its default) must be "
+    assert proc.stderr == ("longparser chunk: error: config: min_tokens (60) must be "
                            "smaller than max_tokens (50): set min_tokens below 50\n")
 
 
@@ -880,7 +876,9 @@ def test_help_has_no_rst_markup(command: list[str], capsys: Any) -> None:
     ("command", "fragments"),
     [
         (["chunk"], ["--max-tokens N chunk size target in tokens, a hard maximum with --strict; 1-100000 "
-                     "(default: 512)", "(default: 100)", "(default: estimate)", "max_tokens 1-100000",
+                     "(default: 512)",
+                     "(default: 100, or max_tokens // 2 when max_tokens is 100 or less)",
+                     "(default: estimate)", "max_tokens 1-100000",
                      "overlap_blocks 0-16", "min_tokens >= 0 and < max_tokens", "max_tokens <= 256",
                      "DoclingDocument"]),
         (["submit"], ["--timeout SECONDS with --wait: give up after this many seconds, exit 1 (default: 300)",

@@ -65,8 +65,8 @@ def test_a_page_without_blocks_is_an_empty_page() -> None:
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ({"max_tokens": 50}, "config: min_tokens (100, its default) must be smaller than max_tokens (50): "
-                             "set min_tokens below 50"),
+        ({"max_tokens": 50, "min_tokens": 50},
+         "config: min_tokens (50) must be smaller than max_tokens (50): set min_tokens below 50"),
         ({"max_token": 50}, "config.max_token: unknown field, did you mean 'max_tokens'?"),
         ({"overlap_block": 2}, "config.overlap_block: unknown field, did you mean 'overlap_blocks'?"),
         ({"strict": True}, "config.strict: unknown field, did you mean 'strict_max_tokens'?"),

@@ -193,7 +193,8 @@ def test_the_breadcrumb_counts_and_is_shortened_before_content(make_block):
 
 
 def test_the_model_window_is_refused_only_for_strict_model_requests():
-    with pytest.raises(InputError, match="above the embedding model's window"):
+    above = r"max_tokens 300 is above the window of token_counter 'model' \(256 tokens\)"
+    with pytest.raises(InputError, match=above):
         chunk_blocks([], {"max_tokens": 300, "strict_max_tokens": True, "token_counter": "model"})
     assert chunk_blocks([], {"max_tokens": 300, "token_counter": "estimate", "strict_max_tokens": True})
 

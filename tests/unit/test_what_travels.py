@@ -21,6 +21,7 @@ from config.settings import Settings
 from loaders.tokenizer import load_model_counter
 from longparser import Resources, chunk_blocks
 from schemas import ChunkingConfig, ChunkRequest, ChunkResult, parse_input
+from schemas.config import DEFAULT_MIN_TOKENS
 from service.keys import TASK_NAME
 from service.payloads import RedisPayloads, parse_reference
 from service.store import ResultStore
@@ -112,7 +113,7 @@ def test_cli_submit_sends_only_the_flags_and_the_config_given(
 def test_a_field_set_to_its_default_travels_and_wins_over_the_preset(
     running_producer: Producer, fake_resources: Resources,  # noqa: F811
 ) -> None:
-    default_min = ChunkingConfig.model_fields["min_tokens"].default
+    default_min = DEFAULT_MIN_TOKENS
     config = {"fit": "model", "min_tokens": default_min}
     running_producer.submit({"document_id": "d", "blocks": _sample_blocks(), "config": config})
     assert running_producer.app.sent[0]["args"][0]["config"] == {"fit": "model", "min_tokens": default_min}
