@@ -19,10 +19,14 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from cli.main import add_config_option, cli_logging
 from longparser.boundary_methods import ALIASES, METHODS
+from lpeval.bench_retrieval import add_arguments as add_bench_arguments
+from lpeval.bench_retrieval import run_bench_retrieval
+from lpeval.evaluate import run_evaluate
+from lpeval.evaluate_retrieval import run_evaluate_retrieval
 
 PROG = "lpeval"
 LABELLED_FORMAT = """\
@@ -83,32 +87,21 @@ def build_parser() -> argparse.ArgumentParser:
         "bench-retrieval", help="the real-document retrieval benchmark (docs/retrieval-benchmark.md)",
         epilog="exit status: 0 done; 2 bad arguments or set files; 3 the model cannot be loaded.",
     )
-    from lpeval.bench_retrieval import add_arguments
-
-    add_arguments(bench)
+    add_bench_arguments(bench)
     return parser
 
 
-def _dispatch(args: argparse.Namespace) -> int:
-    if args.command == "evaluate":
-        from lpeval.evaluate import run_evaluate
-
-        return run_evaluate(args)
-    if args.command == "evaluate-retrieval":
-        from lpeval.evaluate_retrieval import run_evaluate_retrieval
-
-        return run_evaluate_retrieval(args)
-    if args.command == "bench-retrieval":
-        from lpeval.bench_retrieval import run_bench_retrieval
-
-        return run_bench_retrieval(args)
-    raise AssertionError(args.command)  # argparse rejects unknown commands
+RUNS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "evaluate": run_evaluate,
+    "evaluate-retrieval": run_evaluate_retrieval,
+    "bench-retrieval": run_bench_retrieval,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     with cli_logging(args.command, prog=PROG):
-        return _dispatch(args)
+        return RUNS[args.command](args)  # argparse accepts only these commands
 
 
 if __name__ == "__main__":
