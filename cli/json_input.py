@@ -1,6 +1,6 @@
 """What every command reads: INPUT (a file, or ``-`` for standard input) and ``-c`` CONFIG.
 
-``-c`` is read the same way by ``chunk``, ``submit``, ``evaluate`` and ``evaluate-retrieval``:
+``-c`` is read the same way by ``chunk``, ``submit`` and ``lpeval``'s ``evaluate`` and ``evaluate-retrieval``:
 a value that starts with ``{`` or ``[`` is inline JSON, anything else names a file; either way
 it must hold one JSON object of ChunkingConfig fields. Every failure is an
 :class:`~schemas.InputError` whose message is one line naming what was read.

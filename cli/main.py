@@ -4,17 +4,15 @@ Subcommands:
 
 * ``chunk INPUT [-c CONFIG] [-o OUT.json] [--document-id ID] [config flags] [--summary]`` -
   run the engine locally;
-* ``evaluate LABELLED.json [-c CONFIG] [--method NAME] [--threshold 0.3] [--json]`` - boundary
-  quality with the real model;
-* ``evaluate-retrieval LABELLED.json [-c CONFIG] [--budget 512] [--embed text|embed_text]`` -
-  retrieval hit rate, MRR and context precision of a chunking config, with the real model;
-* ``bench-retrieval --split dev [--anchors FILE] [-o PREFIX]`` - the real-document retrieval
-  benchmark (docs/retrieval-benchmark.md);
 * ``submit INPUT [-c CONFIG] [--document-id ID] [config flags] [--wait]`` - enqueue on the
   worker fleet;
 * ``result DOCUMENT_ID`` - fetch a stored result;
 * ``metrics [--queue Q] [--port N] [--bind ADDR]`` - each queue's depth and the messages workers
   hold, as Prometheus text (printed once, or served at ``/metrics``).
+
+The evaluation and benchmark commands (``evaluate``, ``evaluate-retrieval``, ``bench-retrieval``)
+are not installed with the worker: they run from a source checkout as ``python -m lpeval
+COMMAND`` (:mod:`lpeval.main`); ``longparser`` answers those names with that one line.
 
 INPUT ``-`` reads standard input. ``-c`` takes a JSON file or an inline JSON object, the same way
 for every command (:mod:`cli.json_input`). Config flags (``chunk`` and ``submit``):
@@ -38,13 +36,11 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import textwrap
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import metadata
 from typing import Any
 
-from longparser.boundary_methods import ALIASES, METHODS
 from schemas.config import DEFAULT_MIN_TOKENS, MODEL_WINDOW, ChunkingConfig
 
 DISTRIBUTION = "longparser-worker"
@@ -52,22 +48,8 @@ INPUT_HELP = ("block list, ChunkRequest, LongParser document dump or docling Doc
               "or a Markdown (.md, .markdown) or plain-text (.txt) file; - reads standard input (JSON)")
 DOCUMENT_ID_HELP = ("the document id (wins over the input's own; default: the input's, else the file name "
                     "with accents dropped and other characters outside A-Z a-z 0-9 . _ : @ - as '-'{stdin})")
-LABELLED_FORMAT = """\
-LABELLED.json is a non-empty JSON list of labelled documents (eval/boundaries_v1/dev.json is one):
-  [{"id": "doc-1",                   unique, non-empty
-    "blocks": ["text", "text", ...], the document's paragraphs, in order
-    "boundaries": [3, 7],            a new segment starts before block 3 and before block 7:
-                                     distinct, 1 <= b < number of blocks; [] = one topic
-    "kind": "clear_shift",           optional: results are also grouped by kind
-    "questions": [{"question": "...", "answer_block": 4}]}]
-                                     optional; evaluate-retrieval scores each one (at least one
-                                     document must have some): is block 4 in the context?
-Other fields (a rationale, say) are ignored.
-"""
-EVALUATE_EXIT = ("exit status: 0 report printed; 2 bad input (unreadable or malformed file, invalid config "
-                 "or parameter, invalid LONGPARSER_* settings); 3 the encoder (or, for token_counter "
-                 "'model', the tokenizer) cannot be loaded: the message says what to install. Errors: one "
-                 "line on stderr.")
+# Commands of the evaluation package (not installed): the one line that says where they went.
+MOVED_TO_LPEVAL = ("evaluate", "evaluate-retrieval", "bench-retrieval")
 
 
 def version() -> str:
@@ -108,7 +90,7 @@ def _default(name: str) -> Any:
     return ChunkingConfig.model_fields[name].default
 
 
-def _add_config_option(parser: argparse.ArgumentParser) -> None:
+def add_config_option(parser: argparse.ArgumentParser) -> None:
     """``-c``: every command reads it with :func:`cli.json_input.config_fields`."""
     parser.add_argument(
         "-c", "--config", metavar="CONFIG",
@@ -120,7 +102,7 @@ def _add_config_option(parser: argparse.ArgumentParser) -> None:
 def _add_config_flags(parser: argparse.ArgumentParser, semantic_help: str) -> None:
     """``-c`` and the config flags of ``chunk`` and ``submit`` (flags win over ``-c``, which wins
     over the input's own config)."""
-    _add_config_option(parser)
+    add_config_option(parser)
     flags = parser.add_argument_group(
         "config flags", "each wins over -c and over the input's own config; unset: theirs, else the default"
     )
@@ -167,7 +149,11 @@ def _add_config_flags(parser: argparse.ArgumentParser, semantic_help: str) -> No
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="longparser", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="longparser", description=__doc__.split("\n\n")[0],
+        epilog="evaluation and benchmarks (evaluate, evaluate-retrieval, bench-retrieval): python -m lpeval, "
+               "from a source checkout",
+    )
     parser.add_argument("--version", action="version", version=f"longparser {version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -186,46 +172,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_config_flags(chunk, "place semantic boundaries (needs the embedding model: without it, exit 2; "
                              "default: off)")
-
-    evaluate = sub.add_parser("evaluate", help="boundary precision/recall/F1, Pk and WindowDiff",
-                              formatter_class=argparse.RawDescriptionHelpFormatter,
-                              epilog=f"{LABELLED_FORMAT}\n{textwrap.fill(EVALUATE_EXIT, 96)}")
-    evaluate.add_argument("labelled", metavar="LABELLED.json", help="labelled documents (format below)")
-    evaluate.add_argument("--method", choices=sorted([*METHODS, *ALIASES]), default=None,
-                          help="boundary method (default: the config's, adjacent)")
-    evaluate.add_argument("--threshold", type=float, default=None,
-                          help="adjacent: cosine threshold below which a boundary is placed "
-                               "(default: the config's semantic_threshold, 0.3)")
-    evaluate.add_argument("--pair-threshold", type=float, default=None, help="cohesion: pair threshold")
-    evaluate.add_argument("--boundary-cost", type=float, default=None, help="cohesion: boundary cost")
-    _add_config_option(evaluate)
-    evaluate.add_argument("--json", action="store_true", help="print the report as JSON")
-    evaluate.add_argument("--model-path", default=None, help="local model directory (default: settings)")
-
-    retrieval = sub.add_parser(
-        "evaluate-retrieval", help="hit rate, MRR and context precision of a chunking config",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=f"{LABELLED_FORMAT}\n{textwrap.fill(EVALUATE_EXIT, 96)}",
-    )
-    retrieval.add_argument("labelled", metavar="LABELLED.json",
-                           help="labelled documents with questions (format below)")
-    _add_config_option(retrieval)
-    retrieval.add_argument("--budget", type=int, default=512, help="context budget in tokens (512)")
-    retrieval.add_argument("--group-size", type=int, default=4, help="documents per long document (4)")
-    retrieval.add_argument("--json", action="store_true", help="print the report as JSON")
-    retrieval.add_argument("--model-path", default=None, help="local model directory (default: settings)")
-    retrieval.add_argument("--headings", metavar="TITLES.json",
-                           help="segment titles (document id -> titles): each segment opens with a heading")
-    retrieval.add_argument("--embed", choices=("text", "embed_text"), default="text",
-                           help="what is embedded for ranking (embed_text needs heading_context)")
-
-    bench = sub.add_parser(
-        "bench-retrieval", help="the real-document retrieval benchmark (docs/retrieval-benchmark.md)",
-        epilog="exit status: 0 done; 2 bad arguments or set files; 3 the model cannot be loaded.",
-    )
-    from cli.bench_retrieval import add_arguments
-
-    add_arguments(bench)
 
     submit = sub.add_parser(
         "submit", help="enqueue a document on the worker fleet",
@@ -266,9 +212,10 @@ def build_parser() -> argparse.ArgumentParser:
 class OneLineHandler(logging.Handler):
     """Library log records of WARNING and above as the command's own stderr lines, once each."""
 
-    def __init__(self, command: str) -> None:
+    def __init__(self, command: str, prog: str = "longparser") -> None:
         super().__init__(logging.WARNING)
         self.command = command
+        self.prog = prog
         self.seen: set[tuple[str, ...]] = set()
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -283,16 +230,16 @@ class OneLineHandler(logging.Handler):
                 exc = record.exc_info[1]
                 message += f" ({type(exc).__name__}: {exc})"
             # sys.stderr at emit time, not at set-up: the stream may have been replaced since.
-            print(f"longparser {self.command}: {record.levelname.lower()}: {' '.join(message.split())}",
+            print(f"{self.prog} {self.command}: {record.levelname.lower()}: {' '.join(message.split())}",
                   file=sys.stderr)
         except Exception:  # a broken record must not break the command
             self.handleError(record)
 
 
 @contextmanager
-def cli_logging(command: str) -> Iterator[OneLineHandler]:
-    """Print library warnings as one-line messages of ``command`` while the command runs."""
-    handler = OneLineHandler(command)
+def cli_logging(command: str, prog: str = "longparser") -> Iterator[OneLineHandler]:
+    """Print library warnings as one-line messages of ``prog command`` while the command runs."""
+    handler = OneLineHandler(command, prog)
     root = logging.getLogger()
     root.addHandler(handler)
     try:
@@ -306,18 +253,6 @@ def _dispatch(args: argparse.Namespace) -> int:
         from cli.chunk import run_chunk
 
         return run_chunk(args)
-    if args.command == "evaluate":
-        from cli.evaluate import run_evaluate
-
-        return run_evaluate(args)
-    if args.command == "evaluate-retrieval":
-        from cli.evaluate_retrieval import run_evaluate_retrieval
-
-        return run_evaluate_retrieval(args)
-    if args.command == "bench-retrieval":
-        from cli.bench_retrieval import run_bench_retrieval
-
-        return run_bench_retrieval(args)
     if args.command == "submit":
         from cli.submit import run_submit
 
@@ -333,7 +268,21 @@ def _dispatch(args: argparse.Namespace) -> int:
     raise AssertionError(args.command)  # argparse rejects unknown commands
 
 
+def moved_command(argv: Sequence[str]) -> str | None:
+    """The one-line error for an evaluation command asked of ``longparser``, else None."""
+    command = next((arg for arg in argv if not arg.startswith("-")), None)
+    if command not in MOVED_TO_LPEVAL:
+        return None
+    return (f"longparser: error: '{command}' is not installed with the worker; from a source checkout run "
+            f"'python -m lpeval {command} ...' (docs/retrieval-benchmark.md)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    moved = moved_command(argv)
+    if moved is not None:
+        print(moved, file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     with cli_logging(args.command):
         return _dispatch(args)

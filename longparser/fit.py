@@ -1,4 +1,4 @@
-"""Strict mode (``strict_max_tokens``): every chunk's final text counts at most ``max_tokens``.
+"""Stage 7: strict mode (``strict_max_tokens``), every chunk's final text at most ``max_tokens``.
 
 The stages before this one already aim at the budget (packing, list pieces, table rows and
 schema samples, merges are sized with the chunk's real count). This stage makes the maximum

@@ -1,4 +1,4 @@
-"""Intake: the caller's blocks, validated, as the fields the stages read.
+"""Stage 1: intake, the caller's blocks validated, as the fields the later stages read.
 
 ``chunk_blocks`` takes Block models or plain dicts in LongParser's dump shape. Either way the
 stages read a block as the dict of its fields: a model's own field dict, or a plain dict

@@ -1,4 +1,4 @@
-"""Stage 7: headings lead what they head, and minimum-size merging.
+"""Stage 6: headings lead what they head, and minimum-size merging.
 
 Headings first (:func:`lead_headings`): headings at the end of a draft that has other content
 move to the start of the next draft, the content they open (whatever its section or type), so

@@ -1,4 +1,4 @@
-"""Stage 6: token-budget packing of prose runs, semantic boundaries and equation glue.
+"""Stage 5: token-budget packing of prose runs, semantic boundaries and equation glue.
 
 Blocks are appended while the running sum of per-block token counts stays within
 ``max_tokens`` (a target: docs/strict.md lists its exceptions); a new chunk starts before a

@@ -1,9 +1,10 @@
 """The chunking pipeline: composes the stages, one named step each.
 
-``validate -> prepare (exclusions, equation re-tag) -> sections and their segments ->
-semantic boundaries -> drafts (tables, lists, packing with glue) -> headings lead what they
-head -> minimum-size merge -> reading order -> fit (strict mode) -> overlap -> ids, token
-counts, quality, embed_text -> result``.
+:data:`STAGES` is the one ordered list of the stages, each with the engine modules that
+implement it (the first one's docstring opens with the stage's number, and no module names
+another's); :data:`SHARED` names the pieces every stage uses. docs/chunking.md renders the
+list, and a test holds both to the engine's layout: ``validate -> prepare -> sections ->
+semantic boundaries -> drafts -> merge -> fit -> overlap -> finalize``.
 
 Decisions:
 
@@ -32,7 +33,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from longparser.breadcrumbs import embed_text
 from longparser.budget import Budget
@@ -65,6 +66,39 @@ from schemas import (
 from schemas.config import config_warnings
 
 logger = logging.getLogger(__name__)
+
+
+class Stage(NamedTuple):
+    """One step of :func:`chunk_blocks`: its name, the modules that implement it, what it does."""
+
+    name: str
+    modules: tuple[str, ...]
+    does: str
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("validate", ("intake",),
+          "each caller block checked against the one `Block` contract as prepare reads it"),
+    Stage("prepare", ("prepare", "equations", "hierarchy"),
+          "kept blocks as light records: exclusions, equation re-tagging, section paths from "
+          "heading levels"),
+    Stage("sections", ("sections",),
+          "runs of blocks with one `hierarchy_path`, each cut into prose runs, tables and lists"),
+    Stage("semantic boundaries", ("semantic", "boundary_methods"),
+          "where a section's topic changes (semantic mode only)"),
+    Stage("drafts", ("packing", "lists", "tables", "table_chunks"),
+          "each segment's drafts: prose packed to the budget with equation glue, lists with their "
+          "lead-in, table rows, bands and schema chunks (consecutive tables packed when asked)"),
+    Stage("merge", ("merging",),
+          "headings lead what they head, drafts under `min_tokens` join a neighbour; then reading "
+          "order (first source block)"),
+    Stage("fit", ("fit",), "strict mode: every chunk's final text cut to `max_tokens`"),
+    Stage("overlap", ("overlap",), "the end of the previous draft repeated as context"),
+    Stage("finalize", ("ids", "quality", "breadcrumbs", "boxes"),
+          "ids, final token counts, quality scores, `embed_text` and boxes; each chunk built once"),
+)
+# What every stage uses, not a step of its own.
+SHARED: tuple[str, ...] = ("budget", "build", "tokens", "cutting", "preset", "resources", "errors")
 
 NO_ENCODER_REASON = "no encoder provided"
 

@@ -1,4 +1,4 @@
-"""Stages 1-2: light internal records, exclusions, equation re-tagging.
+"""Stage 2: light internal records, exclusions, equation re-tagging.
 
 The caller's blocks are never touched: each kept block becomes a :class:`Rec`, a slotted
 record that the later stages read instead of the caller's model or dict (attribute access on

@@ -1,4 +1,4 @@
-"""Semantic boundaries (docs/semantic.md): where a section's topic changes.
+"""Stage 4: semantic boundaries (docs/semantic.md), where a section's topic changes.
 
 The decision rule is a boundary method of :mod:`longparser.boundary_methods`, applied to each
 section on its own (cut-offs are per section): ``adjacent`` by default (a boundary is placed

@@ -24,7 +24,7 @@ defaults otherwise:
 
 Output JSON: ``{"versions": {package: version}, "budget": 256, "markdown": {doc id: text},
 "anchors": {name: {"description": str, "documents": {doc id: [{"text", "embed"}]}} |
-{"description": str, "unavailable": reason}}}``. The project's harness (``cli.bench_retrieval``)
+{"description": str, "unavailable": reason}}}``. The project's harness (``lpeval.bench_retrieval``)
 embeds and scores these texts exactly as it does its own chunks. This script imports nothing
 from the project.
 """

@@ -28,14 +28,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from cli.retrieval_set import (  # noqa: E402
+from lpeval.retrieval_metrics import normalise, occurrences  # noqa: E402
+from lpeval.retrieval_set import (  # noqa: E402
     QUESTIONS_FILE,
     document_units,
     markdown_export,
     read_documents,
     read_split,
 )
-from longparser.retrieval_metrics import normalise, occurrences  # noqa: E402
 
 RESERVED = {
     "1706.03762_main.tex.json", "2203.01017v2.json", "2305.03393v1.json", "redp5110_sampled.json",

@@ -17,7 +17,7 @@ default), ``buffer_size`` 1 (its default: each unit joined with its neighbours) 
 embed with the pinned all-MiniLM-L6-v2 from the same local directory, offline. A chunk's first block gives a
 boundary. The chunkers see only the blocks (no ids, no kinds). Output: ``{"anchors": {name:
 {"description": ..., "predictions": {document id: [boundaries]}}}, "versions": {...}}``,
-scored by ``eval/scripts/report.py`` with ``longparser.evaluation``.
+scored by ``eval/scripts/report.py`` with ``lpeval.evaluation``.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ embeddings), the same with an absolute similarity ceiling, depth scores with an 
 windowed centroid comparisons (chonkie-style smoothing), C99 (Choi 2000: 11x11 rank mask,
 divisive clustering, gradient stop at mean + 1.2 std), and cohesion variants (no window limit
 is the same as 8 here; window 4; a minimum segment of 2 blocks). Each method sees one
-document's vectors only. Scored by :func:`longparser.evaluation.evaluate_predictions`.
+document's vectors only. Scored by :func:`lpeval.evaluation.evaluate_predictions`.
 Never run on the test split: tuning is on dev only.
 """
 
@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 from loaders.encoder import load_encoder  # noqa: E402
 from longparser.boundary_methods import adjacent, cohesion  # noqa: E402
-from longparser.evaluation import evaluate_predictions, parse_labelled  # noqa: E402
 from longparser.semantic import unit_rows  # noqa: E402
+from lpeval.evaluation import evaluate_predictions, parse_labelled  # noqa: E402
 
 Method = Callable[[np.ndarray], list[int]]
 

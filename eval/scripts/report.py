@@ -5,10 +5,10 @@
         --anchors /tmp/anchors-test.json -o eval/results/boundaries_test.json
 
 The seed method (adjacent, threshold 0.3) and the recommended method (with the config's default
-parameters) run through the production path (:func:`longparser.evaluation.predict_boundaries`,
+parameters) run through the production path (:func:`lpeval.evaluation.predict_boundaries`,
 one encode batch each, the pinned model loaded once); the anchors' predictions come from
 ``eval/scripts/anchors.py`` (a throwaway environment). Everything is scored by the same
-:func:`longparser.evaluation.evaluate_predictions`. Prints a Markdown table (P, R, F1, Pk,
+:func:`lpeval.evaluation.evaluate_predictions`. Prints a Markdown table (P, R, F1, Pk,
 WindowDiff, boundaries placed in one_topic and in hard_negative documents) and writes the full
 reports as JSON.
 """
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from loaders.encoder import load_encoder  # noqa: E402
-from longparser.evaluation import evaluate_predictions, parse_labelled, predict_boundaries  # noqa: E402
+from lpeval.evaluation import evaluate_predictions, parse_labelled, predict_boundaries  # noqa: E402
 from schemas import ChunkingConfig  # noqa: E402
 
 

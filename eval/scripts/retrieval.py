@@ -4,7 +4,7 @@
     .venv/bin/python eval/scripts/retrieval.py eval/boundaries_v1/test.json \\
         -o eval/results/retrieval_test.json
 
-Runs what ``longparser evaluate-retrieval FILE -c CONFIG --budget N`` runs (same code, the
+Runs what ``python -m lpeval evaluate-retrieval FILE -c CONFIG --budget N`` runs (same code, the
 pinned model loaded once) for each configuration, at budgets 512 and 1024 tokens (word
 estimate), at the default packing (max_tokens 512, min_tokens 100) and at max_tokens 256 /
 min_tokens 50; four documents per long document.
@@ -21,9 +21,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from cli.evaluate_retrieval import evaluate_retrieval  # noqa: E402
 from loaders.encoder import load_encoder  # noqa: E402
-from longparser.evaluation import parse_labelled  # noqa: E402
+from lpeval.evaluate_retrieval import evaluate_retrieval  # noqa: E402
+from lpeval.evaluation import parse_labelled  # noqa: E402
 from schemas import ChunkingConfig  # noqa: E402
 
 METHODS: dict[str, dict[str, Any]] = {

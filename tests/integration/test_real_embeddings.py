@@ -33,7 +33,6 @@ import pytest
 from pytest_socket import SocketBlockedError
 
 import loaders.resources as resources_module
-from cli.main import main
 from config.settings import Settings
 from loaders import export
 from loaders.encoder import OFFLINE_ENV
@@ -42,6 +41,7 @@ from loaders.pinned_model import MODEL_NAME, PINNED_SHA256
 from loaders.quality import load_word_list
 from longparser import Resources, chunk_blocks
 from longparser.semantic import section_boundaries, unit_rows
+from lpeval.main import main
 from schemas import ChunkingConfig
 from tests.integration.real_model import (
     RealModel,
@@ -562,7 +562,7 @@ def test_exported_backend_process_never_imports_torch(exported_backend: str, enc
 def test_retrieval_benchmark_smoke_on_one_dev_document(
     reference: RealModel, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``longparser bench-retrieval`` end to end on one small dev document, our rows only (the
+    """``lpeval bench-retrieval`` end to end on one small dev document, our rows only (the
     full run with the anchors is ``make bench-retrieval``; its figures are in bench/README.md)."""
     out = tmp_path / "smoke"
     status = main(["bench-retrieval", "--split", "dev", "--document", "dl-docx-word-sample",

@@ -1,4 +1,4 @@
-"""The retrieval benchmark's harness (cli.bench_retrieval) and its set (eval/retrieval_v1), no model.
+"""The retrieval benchmark's harness (lpeval.bench_retrieval) and its set (eval/retrieval_v1), no model.
 
 A stub encoder (bag of words, hashed) stands in for the pinned model; tokens are counted by the
 tokenizer file the repository ships. The figures of the real run are in bench/README.md.
@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cli import bench_retrieval as bench
-from cli.retrieval_set import DEFAULT_SET, RetrievalSetError, read_documents, split_documents
 from loaders.tokenizer import load_model_counter
+from lpeval import bench_retrieval as bench
+from lpeval.retrieval_set import DEFAULT_SET, RetrievalSetError, read_documents, split_documents
 from schemas.config import RECOMMENDED_CONFIG, ChunkingConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -193,7 +193,7 @@ def test_the_command_refuses_bad_arguments_in_one_line(argv, status, says, tmp_p
     anchors.write_text(json.dumps({"split": "dev", "anchors": {}}), encoding="utf-8")
     assert bench.main([a.replace("{anchors}", str(anchors)) for a in argv]) == status
     err = capsys.readouterr().err.strip()
-    assert err.startswith("longparser bench-retrieval: error: ") and says in err and "\n" not in err
+    assert err.startswith("lpeval bench-retrieval: error: ") and says in err and "\n" not in err
 
 
 def test_the_command_exits_3_without_the_model(monkeypatch, capsys):

@@ -866,7 +866,7 @@ def _help(*argv: str, capsys: Any) -> str:
 
 
 @pytest.mark.parametrize(
-    "command", [[], ["chunk"], ["submit"], ["result"], ["evaluate"], ["evaluate-retrieval"]]
+    "command", [[], ["chunk"], ["submit"], ["result"]]
 )
 def test_help_has_no_rst_markup(command: list[str], capsys: Any) -> None:
     assert "``" not in _help(*command, capsys=capsys)
@@ -885,8 +885,6 @@ def test_help_has_no_rst_markup(command: list[str], capsys: Any) -> None:
                       "--max-tokens N", "--strict", "--token-counter COUNTER", "--fit TOKENIZER",
                       "--heading-context"]),
         (["result"], ["DOCUMENT_ID the document id submit printed"]),
-        (["evaluate"], ["--threshold THRESHOLD adjacent: cosine threshold below which a boundary is placed "
-                        "(default: the config's semantic_threshold, 0.3)"]),
     ],
 )
 def test_help_states_limits_and_defaults(command: list[str], fragments: list[str], capsys: Any) -> None:
@@ -895,7 +893,7 @@ def test_help_states_limits_and_defaults(command: list[str], fragments: list[str
         assert fragment in text
 
 
-@pytest.mark.parametrize("command", ["chunk", "submit", "evaluate", "evaluate-retrieval"])
+@pytest.mark.parametrize("command", ["chunk", "submit"])
 def test_config_help_points_to_the_config_reference(command: str, capsys: Any) -> None:
     text = _help(command, capsys=capsys)
     assert "(fields: docs/config.md)" in text
@@ -906,6 +904,20 @@ def test_top_level_help_line() -> None:
     assert build_parser().description == (
         "The longparser command line: chunk documents for retrieval, locally or on the worker fleet."
     )
+
+
+@pytest.mark.parametrize("command", ["evaluate", "evaluate-retrieval", "bench-retrieval"])
+def test_an_evaluation_command_says_where_it_runs_now(command: str, capsys: Any) -> None:
+    """The evaluation commands left the installed command line for lpeval (a source checkout)."""
+    assert main([command, "eval/boundaries_v1/dev.json", "--json"]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"longparser: error: '{command}' is not installed with the worker; from a source "
+                   f"checkout run 'python -m lpeval {command} ...' (docs/retrieval-benchmark.md)\n")
+
+
+def test_top_level_help_names_the_evaluation_command_line(capsys: Any) -> None:
+    assert "evaluate-retrieval, bench-retrieval): python -m lpeval, from a source checkout" in _help(
+        capsys=capsys)
 
 
 # --- logging ---------------------------------------------------------------------------------

@@ -258,6 +258,18 @@ def test_every_package_is_copied(dockerfile: list[tuple[str, str]]) -> None:
     assert {"pyproject.toml", "README.md"} <= sources
 
 
+def test_the_evaluation_package_is_neither_installed_nor_copied(dockerfile: list[tuple[str, str]]) -> None:
+    """lpeval/ (evaluation, benchmarks) runs from a checkout: `pip install .` and the image leave it out."""
+    from setuptools import find_packages
+
+    include = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    shipped = find_packages(str(ROOT), include=include["include"])
+    assert "longparser" in shipped and "cli" in shipped
+    assert not [name for name in shipped if name.split(".")[0] == "lpeval"]
+    assert (ROOT / "lpeval" / "__init__.py").exists()
+    assert not [a for k, a in dockerfile if k == "COPY" and a.split()[0].rstrip("/") == "lpeval"]
+
+
 def test_runs_as_a_non_root_user(dockerfile: list[tuple[str, str]]) -> None:
     keywords = [k for k, _ in dockerfile]
     user = _only(dockerfile, "USER")

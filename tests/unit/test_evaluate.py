@@ -1,4 +1,4 @@
-"""``longparser evaluate``: metrics on hand-computed cases, input validation, exit statuses.
+"""``lpeval evaluate`` and ``evaluate-retrieval``: metrics on hand-computed cases, input checks, exits.
 
 No model: predictions are given directly, or the CLI's encoder loader is replaced by a fake
 encoder whose vectors are chosen per text.
@@ -17,11 +17,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-import cli.evaluate as evaluate
-import cli.evaluate_retrieval as retrieval
-from cli.main import main
+import lpeval.evaluate as evaluate
+import lpeval.evaluate_retrieval as retrieval
 from loaders.encoder import OFFLINE_ENV, QUIET_ENV
-from longparser.evaluation import (
+from lpeval.evaluation import (
     LabelledDocument,
     LabelledInputError,
     Question,
@@ -33,6 +32,7 @@ from longparser.evaluation import (
     score_document,
     window_size,
 )
+from lpeval.main import main
 from schemas import Chunk
 
 
@@ -237,7 +237,7 @@ def test_cli_bad_input_exits_2_with_message(
     assert main(["evaluate", path, *extra]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err.startswith("longparser evaluate: error: ")
+    assert captured.err.startswith("lpeval evaluate: error: ")
     assert message in captured.err
 
 
@@ -356,7 +356,7 @@ def test_cli_bad_parameters_exit_2(
     extra = [e.format(missing=tmp_path / "none.json", bad=bad) for e in extra]
     assert main(["evaluate", _write(tmp_path, _LABELLED), *extra]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("longparser evaluate: error: ")
+    assert err.startswith("lpeval evaluate: error: ")
     assert message in err
 
 
@@ -550,7 +550,7 @@ def test_cli_retrieval_bad_input_exits_2(
 ) -> None:
     assert main(["evaluate-retrieval", _write(tmp_path, content), *extra]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("longparser evaluate-retrieval: error: ")
+    assert err.startswith("lpeval evaluate-retrieval: error: ")
     assert message in err
 
 
@@ -590,7 +590,7 @@ def test_cli_invalid_config_is_one_line_like_chunk(
     assert main([command, labelled, "-c", str(path)]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err.startswith(f"longparser {command}: error: {message}")
+    assert captured.err.startswith(f"lpeval {command}: error: {message}")
     assert captured.err.count("\n") == 1  # one line
     assert "Value error" not in captured.err and "validation error" not in captured.err
 
@@ -675,3 +675,64 @@ def test_cli_backend_that_cannot_load_exits_3(
     monkeypatch.setattr(evaluate, "load_encoder", refuse)
     assert main(["evaluate", _write(tmp_path, _LABELLED)]) == 3
     assert "pip install -e '.[onnx]'" in capsys.readouterr().err
+
+
+# --- the lpeval command line's help ------------------------------------------------------------
+
+
+def _help(*argv: str, capsys: Any) -> str:
+    from lpeval.main import build_parser
+
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args([*argv, "--help"])
+    assert exit_info.value.code == 0
+    return " ".join(capsys.readouterr().out.split())  # argparse wraps at the terminal width
+
+
+@pytest.mark.parametrize("command", [[], ["evaluate"], ["evaluate-retrieval"], ["bench-retrieval"]])
+def test_help_has_no_rst_markup(command: list[str], capsys: Any) -> None:
+    assert "``" not in _help(*command, capsys=capsys)
+
+
+def test_evaluate_help_states_the_threshold_default(capsys: Any) -> None:
+    assert ("--threshold THRESHOLD adjacent: cosine threshold below which a boundary is placed "
+            "(default: the config's semantic_threshold, 0.3)") in _help("evaluate", capsys=capsys)
+
+
+@pytest.mark.parametrize("command", ["evaluate", "evaluate-retrieval"])
+def test_config_help_points_to_the_config_reference(command: str, capsys: Any) -> None:
+    text = _help(command, capsys=capsys)
+    assert "(fields: docs/config.md)" in text
+    assert "README" not in text
+
+
+def test_library_warnings_print_as_lpeval_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: Any) -> None:
+    """A warning logged while an lpeval command runs prints once, as that command's own line."""
+    import logging
+
+    def warn_and_fail(args: Any) -> Any:
+        logging.getLogger("loaders.resources").warning("encoder gone: %s", "no SDK")
+        raise evaluate.CommandError(3, "no model")
+
+    monkeypatch.setattr(evaluate, "encoder_for", warn_and_fail)
+    assert main(["evaluate", _write(tmp_path, _LABELLED)]) == 3
+    assert capsys.readouterr().err == ("lpeval evaluate: warning: encoder gone: no SDK\n"
+                                       "lpeval evaluate: error: no model\n")
+
+
+def test_python_m_lpeval_is_the_entry_point(tmp_path: Path) -> None:
+    """The real entry point, run as the docs say (from the repository's root): one error line, exit 2."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-m", "lpeval", "evaluate", str(tmp_path / "missing.json")],
+                          capture_output=True, text=True, cwd=root, timeout=120, check=False)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == f"lpeval evaluate: error: labelled file {tmp_path / 'missing.json'}: no such file\n"
+
+
+def test_bench_retrieval_runs_through_the_lpeval_command_line(capsys: Any) -> None:
+    assert main(["bench-retrieval", "--split", "dev", "--document", "no-such-document"]) == 2
+    assert capsys.readouterr().err == (
+        "lpeval bench-retrieval: error: not in the dev split: ['no-such-document']\n")

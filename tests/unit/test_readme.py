@@ -19,6 +19,7 @@ import yaml
 
 from cli.main import build_parser
 from config.settings import Settings
+from lpeval.main import build_parser as build_lpeval_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -69,9 +70,11 @@ def test_the_synopsis_names_every_option_of_every_command() -> None:
     [synopsis] = code_blocks(readme_section("Command line"), "bash")
     lines = synopsis.replace("\n                    ", " ").replace("\n              ", " ").splitlines()
     config_flags = next(line for line in lines if line.startswith("CONFIG FLAGS:"))
-    subparsers = next(action for action in build_parser()._actions if action.choices)
-    for command, parser in subparsers.choices.items():
-        [line] = [line for line in lines if line.startswith(f"longparser {command} ")]
+    programs = [("longparser", build_parser()), ("python -m lpeval", build_lpeval_parser())]
+    commands = [(program, command, parser) for program, top in programs
+                for command, parser in next(a for a in top._actions if a.choices).choices.items()]
+    for program, command, parser in commands:
+        [line] = [line for line in lines if line.startswith(f"{program} {command} ")]
         if "[CONFIG FLAGS]" in line:
             line += " " + config_flags
         missing = [spellings for spellings in _options(parser)

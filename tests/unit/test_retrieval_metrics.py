@@ -1,4 +1,4 @@
-"""The retrieval benchmark's metric definitions (longparser.retrieval_metrics), on hand-made chunks.
+"""The retrieval benchmark's metric definitions (lpeval.retrieval_metrics), on hand-made chunks.
 
 Tokens here are whitespace words, and cutting keeps the first words: the definitions do not
 depend on the tokenizer, which the benchmark passes in.
@@ -6,7 +6,7 @@ depend on the tokenizer, which the benchmark passes in.
 
 import pytest
 
-from longparser.retrieval_metrics import (
+from lpeval.retrieval_metrics import (
     first_rank,
     holds,
     normalise,

@@ -1,9 +1,9 @@
-"""Boundary quality on labelled documents: P/R/F1, Pk and WindowDiff (``longparser evaluate``).
+"""Boundary quality on labelled documents: P/R/F1, Pk and WindowDiff (``lpeval evaluate``).
 
 Input (the format of ``tests/fixtures/semantic_documents.json`` and ``eval/boundaries_v1``): a
 JSON list of documents ``{"id": str, "blocks": [text, ...], "boundaries": [int, ...],
 "kind": str?, "rationale": str?, "questions": [{"question": str, "answer_block": int}, ...]?}``
-(other fields are ignored; questions are used by ``longparser evaluate-retrieval``).
+(other fields are ignored; questions are used by ``lpeval evaluate-retrieval``).
 
 Conventions:
     * A document of ``n`` blocks is one section. Boundary ``b`` means "a new segment starts

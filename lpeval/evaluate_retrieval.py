@@ -1,7 +1,7 @@
-"""``longparser evaluate-retrieval``: what a chunking config gives a retriever, on labelled questions.
+"""``lpeval evaluate-retrieval``: what a chunking config gives a retriever, on labelled questions.
 
-``longparser evaluate-retrieval LABELLED.json [-c CONFIG.json] [--budget 512] [--group-size 4]
-[--json]``, on the format of :mod:`longparser.evaluation` with questions:
+``python -m lpeval evaluate-retrieval LABELLED.json [-c CONFIG.json] [--budget 512] [--group-size 4]
+[--json]``, on the format of :mod:`lpeval.evaluation` with questions:
 
 1. **Long documents.** The labelled documents are concatenated into long multi-topic
    documents of ``--group-size`` documents each: with ``L = ceil(N / group_size)`` long
@@ -16,7 +16,7 @@
    a heading whose section the segment is.
 3. **Ranking.** Chunks (``text``: overlap context included, as a retriever would embed them;
    with ``--embed embed_text`` their breadcrumb and text) and questions are embedded with the
-   pinned model (run by the settings' ``encoder_backend``, as :mod:`cli.evaluate` loads it) in
+   pinned model (run by the settings' ``encoder_backend``, as :mod:`lpeval.evaluate` loads it) in
    one batch; for each question every chunk of every long document is ranked by cosine, ties
    in chunk order.
 4. **Context.** Exactly ``--budget`` tokens for every configuration: chunks are read
@@ -46,13 +46,13 @@ from typing import Any
 
 import numpy as np
 
-from cli.evaluate import CommandError, build_config, encoder_for, fail, method_parameters, read_labelled
 from loaders.tokenizer import TokenizerUnavailable, load_model_counter
 from longparser import Resources, chunk_blocks
-from longparser.evaluation import LabelledDocument
 from longparser.resources import Encoder, select_counter
 from longparser.semantic import unit_rows
 from longparser.tokens import ESTIMATE_NAME, TokenCounter, count
+from lpeval.evaluate import CommandError, build_config, encoder_for, fail, method_parameters, read_labelled
+from lpeval.evaluation import LabelledDocument
 from schemas import Chunk, ChunkingConfig, ChunkResult
 
 COUNTER_NAMES = {ESTIMATE_NAME: "word estimate (whitespace words x 1.33)"}

@@ -1,11 +1,11 @@
-"""``longparser evaluate``: the production boundary detector scored on a labelled file.
+"""``lpeval evaluate``: the production boundary detector scored on a labelled file.
 
-``longparser evaluate FILE [--method NAME] [--threshold T] [--pair-threshold P]
+``python -m lpeval evaluate FILE [--method NAME] [--threshold T] [--pair-threshold P]
 [--boundary-cost C] [-c CONFIG] [--json]``: the method and its parameters are the
 ``semantic_*`` fields of a chunking config (``-c`` first, then the flags; defaults as in
 :class:`schemas.ChunkingConfig`), so a configuration is scored exactly as a request with that
 config would chunk. The metrics and their conventions are documented in
-:mod:`longparser.evaluation`. The encoder is the pinned model run by the settings' backend
+:mod:`lpeval.evaluation`. The encoder is the pinned model run by the settings' backend
 (``LONGPARSER_ENCODER_BACKEND``, default ``torch``) with their thread count, as ``longparser
 chunk`` loads it, so the report scores the vectors that runtime produces.
 
@@ -27,14 +27,14 @@ from loaders.encoder import load_encoder
 from loaders.pinned_model import EncoderUnavailable
 from loaders.resources import ResourceSpec
 from longparser.boundary_methods import resolve
-from longparser.evaluation import (
+from longparser.resources import Encoder
+from lpeval.evaluation import (
     LabelledDocument,
     LabelledInputError,
     evaluate_predictions,
     parse_labelled,
     predict_boundaries,
 )
-from longparser.resources import Encoder
 from schemas import ChunkingConfig, InputError, parse_config
 
 # Command-line flag -> ChunkingConfig field (the method's parameters live in the config).
@@ -169,7 +169,7 @@ def encoder_for(args: argparse.Namespace) -> Encoder:
 
 
 def fail(command: str, error: CommandError) -> int:
-    print(f"longparser {command}: error: {error}", file=sys.stderr)
+    print(f"lpeval {command}: error: {error}", file=sys.stderr)
     return error.status
 
 

@@ -1,6 +1,6 @@
-"""``longparser bench-retrieval``: the real-document retrieval benchmark, every chunker in one run.
+"""``lpeval bench-retrieval``: the real-document retrieval benchmark, every chunker in one run.
 
-``longparser bench-retrieval --split dev [--anchors ANCHORS.json] [--only ours] [-o OUT_PREFIX]``
+``python -m lpeval bench-retrieval --split dev [--anchors ANCHORS.json] [--only ours] [-o OUT_PREFIX]``
 (``make bench-retrieval SPLIT=dev`` builds the anchors first; docs/retrieval-benchmark.md).
 
 For each row (a chunker or one of our configs) and each document of the split:
@@ -18,7 +18,7 @@ For each row (a chunker or one of our configs) and each document of the split:
    model as the service embeds (:func:`loaders.encoder.load_encoder`: a text over the model's
    window is embedded in windows), questions likewise; each text is embedded once per run.
 3. **Ranking**: a question's own document's chunks by cosine similarity, ties in chunk order.
-4. **Metrics** (:mod:`longparser.retrieval_metrics`, one definition each): hit@1, hit@5, MRR@10,
+4. **Metrics** (:mod:`lpeval.retrieval_metrics`, one definition each): hit@1, hit@5, MRR@10,
    recall at 512 and 1,024 tokens of embedded text (counted by the pinned tokenizer, special
    tokens excluded; the last chunk cut at the budget), answers cut mid-fact, by question kind;
    and per row the chunks, the tokens embedded in total and the chunks over the model's window.
@@ -44,7 +44,8 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from cli.retrieval_set import (
+from lpeval.retrieval_metrics import QuestionScore, occurrences, score_question, summarise
+from lpeval.retrieval_set import (
     DEFAULT_SET,
     QUESTION_KINDS,
     RetrievalSetError,
@@ -53,7 +54,6 @@ from cli.retrieval_set import (
     markdown_export,
     split_documents,
 )
-from longparser.retrieval_metrics import QuestionScore, occurrences, score_question, summarise
 from schemas.config import MODEL_WINDOW, RECOMMENDED_CONFIG, ChunkingConfig
 
 BUDGET = 256
@@ -433,7 +433,7 @@ def run_bench_retrieval(args: argparse.Namespace) -> int:
     try:
         result = run(args)
     except BenchError as exc:
-        print(f"longparser bench-retrieval: error: {exc}", file=sys.stderr)
+        print(f"lpeval bench-retrieval: error: {exc}", file=sys.stderr)
         return exc.status
     tables = markdown_tables(result)
     print(tables)
@@ -446,7 +446,8 @@ def run_bench_retrieval(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="longparser bench-retrieval", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m lpeval bench-retrieval",
+                                     description=__doc__.split("\n\n")[0])
     add_arguments(parser)
     return run_bench_retrieval(parser.parse_args(argv))
 
