@@ -18,6 +18,7 @@ from longparser.errors import RequestRefused
 from longparser.resources import Resources, select_counter
 from longparser.tokens import TokenCounter
 from schemas.config import MODEL_WINDOW, ChunkingConfig, fit_config
+from schemas.problems import describe_validation_error
 
 
 def counter_window(name: str, counter: TokenCounter) -> int | None:
@@ -42,7 +43,8 @@ def resolve(config: ChunkingConfig, resources: Resources) -> tuple[ChunkingConfi
         try:
             config = fit_config(config, window)
         except ValidationError as exc:
-            raise RequestRefused(f"fit {config.fit!r} (window {window}): {_one_line(exc)}") from None
+            problems = describe_validation_error(exc)
+            raise RequestRefused(f"fit {config.fit!r} (window {window}): {problems}") from None
     counter = select_counter(config.token_counter, resources)
     window = counter_window(config.token_counter, counter)
     if config.strict_max_tokens and window is not None and config.max_tokens > window:
@@ -52,15 +54,6 @@ def resolve(config: ChunkingConfig, resources: Resources) -> tuple[ChunkingConfi
             f"set max_tokens to {window} or less"
         )
     return config, counter
-
-
-def _one_line(exc: ValidationError) -> str:
-    problems = []
-    for error in exc.errors(include_url=False):
-        where = ".".join(map(str, error.get("loc", ())))
-        message = " ".join(str(error.get("msg", "invalid")).removeprefix("Value error, ").split())
-        problems.append(f"{where}: {message}" if where else message)
-    return "; ".join(problems)
 
 
 def expanded(fit: str | None, config: ChunkingConfig) -> dict[str, Any] | None:

@@ -19,10 +19,9 @@ import redis.asyncio
 import redis.asyncio.sentinel
 import redis.exceptions
 from kombu.exceptions import OperationalError
-from kombu.utils.url import maybe_sanitize_url
 from redis.sentinel import Sentinel
 
-from config.settings import Settings
+from config.settings import Settings, masked_url
 
 SENTINEL_SCHEME = "sentinel://"
 DEFAULT_SENTINEL_PORT = 26379
@@ -56,9 +55,8 @@ def is_out_of_memory(exc: BaseException) -> bool:
     return False
 
 
-def masked(url: str) -> str:
-    """``url`` with any password replaced by ``**`` (each part of a sentinel list)."""
-    return ";".join(maybe_sanitize_url(part) for part in url.split(";"))
+# The settings' masker, under the name worker/ still imports.
+masked = masked_url
 
 
 def _client_options(settings: Settings, timeout: float | None = None) -> dict[str, Any]:
@@ -74,7 +72,7 @@ def sentinel_hosts(url: str) -> tuple[list[tuple[str, int]], str | None, int]:
     for part in url.split(";"):
         parsed = urlsplit(part.strip())
         if not parsed.hostname:
-            raise ValueError(f"sentinel URL without a host: {masked(part)}")
+            raise ValueError(f"sentinel URL without a host: {masked_url(part)}")
         hosts.append((parsed.hostname, parsed.port or DEFAULT_SENTINEL_PORT))
         password = unquote(parsed.password) if parsed.password else password
         db = int(parsed.path.strip("/") or db)

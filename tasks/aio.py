@@ -36,11 +36,11 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, TypeVar
 
-from config.settings import Settings
+from config.settings import Settings, masked_url
 from schemas import ChunkResult
 from service.events import EMPTY_STREAM_ID, MAX_BLOCK_S, block_ms, entry_document_id
 from service.keys import celery_task_meta_key, events_key, job_key, result_key
-from service.redis_client import async_redis_client, masked
+from service.redis_client import async_redis_client
 from service.retry import Waits, async_call_with_retry, is_transient
 from service.store import decode_record
 from tasks.client import (
@@ -139,7 +139,7 @@ class AsyncProducer:
         except Exception as exc:
             if is_transient(exc):
                 raise BrokerUnavailable(
-                    f"store unreachable at {masked(self.settings.result_url)} for "
+                    f"store unreachable at {masked_url(self.settings.result_url)} for "
                     f"{self.settings.submit_retry_window:g} s while {what} ({type(exc).__name__}: "
                     f"{' '.join(str(exc).split())})") from None
             raise

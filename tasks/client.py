@@ -58,14 +58,14 @@ from typing import Any, TypeVar
 
 from celery import Celery
 
-from config.settings import Settings, get_settings
+from config.settings import Settings, get_settings, masked_url
 from schemas import ChunkRequest, ChunkResult, InputError
 from schemas.inputs import DoclingConverter, TextConverter, parse_config, parse_input
 from service.celeryconfig import celery_config
 from service.events import block_ms, entry_document_id, last_event_id
 from service.keys import TASK_NAME, is_valid_document_id, result_key
 from service.payloads import RedisPayloads
-from service.redis_client import is_out_of_memory, masked
+from service.redis_client import is_out_of_memory
 from service.retry import Waits, call_with_retry, is_transient
 from service.store import ResultStore
 from tasks.errors import BrokerUnavailable, JobFailed, JobNotFound, ResultTimeout, StoreFull
@@ -230,11 +230,11 @@ class Producer:
                                    waits=self.waits, retry_on=_retry_on)
         except Exception as exc:
             if is_out_of_memory(exc):
-                raise StoreFull(f"Redis at {masked(self.settings.broker_url)} is full (OOM under noeviction) "
-                                f"while {what}; wait for workers to drain the queue or raise maxmemory"
-                                ) from None
+                raise StoreFull(f"Redis at {masked_url(self.settings.broker_url)} is full (OOM under "
+                                f"noeviction) while {what}; wait for workers to drain the queue or raise "
+                                "maxmemory") from None
             if is_transient(exc):
-                urls = {masked(self.settings.broker_url), masked(self.settings.result_url)}
+                urls = {masked_url(self.settings.broker_url), masked_url(self.settings.result_url)}
                 raise BrokerUnavailable(
                     f"broker/store unreachable at {', '.join(sorted(urls))} for "
                     f"{self.settings.submit_retry_window:g} s while {what} ({type(exc).__name__}: "

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from config.settings import Settings, SettingsError, get_settings
+from config.settings import Settings, SettingsError, get_settings, masked_url
 from service.celeryconfig import celery_config
 
 ENV_EXAMPLE = Path(__file__).resolve().parents[2] / "config" / ".env.example"
@@ -213,7 +213,7 @@ def test_sentinel_urls_carry_the_master_name_everywhere() -> None:
 def test_sentinel_store_client_finds_the_master_by_name() -> None:
     from redis.sentinel import SentinelConnectionPool
 
-    from service.redis_client import masked, redis_client, sentinel_hosts
+    from service.redis_client import redis_client, sentinel_hosts
 
     url = "sentinel://:p%40ss@10.0.0.1:26379/3;sentinel://10.0.0.2:26380"
     assert sentinel_hosts(url) == ([("10.0.0.1", 26379), ("10.0.0.2", 26380)], "p@ss", 3)
@@ -223,7 +223,8 @@ def test_sentinel_store_client_finds_the_master_by_name() -> None:
     assert pool.service_name == "lp-master"
     assert pool.connection_kwargs["password"] == "p@ss"
     assert pool.connection_kwargs["db"] == 3
-    assert masked(url) == "sentinel://:**@10.0.0.1:26379/3;sentinel://10.0.0.2:26380/"
+    assert masked_url(url) == "sentinel://:**@10.0.0.1:26379/3;sentinel://10.0.0.2:26380"
+    assert masked_url("redis://u:pw@h/1?password=pw&db=2") == "redis://u:**@h/1?password=**&db=2"
 
 
 def test_worker_app_carries_the_config() -> None:
