@@ -124,15 +124,31 @@ def _identify(job: str | JobHandle) -> tuple[str, JobHandle | None]:
     return document_id, job if isinstance(job, JobHandle) else None
 
 
+def job_view(document_id: str, task_id: str | None, queue: str | None, state: str, *,
+             progress: dict[str, Any] | None = None, error: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The one shape of a job's status (``status`` of both clients)."""
+    return {"document_id": document_id, "task_id": task_id, "queue": queue, "state": state,
+            "progress": progress, "error": error}
+
+
+def task_view(document_id: str, task_id: str, queue: str | None, state: str, info: Any,
+              error: dict[str, Any] | None) -> dict[str, Any]:
+    """Celery's view of a task: its state, the PROGRESS meta (``{"stage", "blocks", "chunks"}``)
+    as progress, and ``error`` (``{"type", "message"}`` of a FAILURE or RETRY) otherwise. The
+    blocking client reads them from ``AsyncResult``, the asyncio one from the backend's value."""
+    if state == "PROGRESS" and isinstance(info, dict):
+        return job_view(document_id, task_id, queue, state, progress=info)
+    return job_view(document_id, task_id, queue, state, error=error)
+
+
 def _from_record(record: dict[str, Any], queue: str | None) -> dict[str, Any]:
-    return {"document_id": record["document_id"], "task_id": record.get("task_id"), "queue": queue,
-            "state": record["status"], "progress": None, "error": record.get("error")}
+    return job_view(record["document_id"], record.get("task_id"), queue, record["status"],
+                    error=record.get("error"))
 
 
 def unknown_view(document_id: str) -> dict[str, Any]:
     """The status of a document with no submission and no stored result."""
-    return {"document_id": document_id, "task_id": None, "queue": None, "state": "UNKNOWN",
-            "progress": None, "error": None}
+    return job_view(document_id, None, None, "UNKNOWN")
 
 
 def status_from_store(document_id: str, handle: JobHandle | None, entry: dict[str, Any] | None,
@@ -313,13 +329,10 @@ class Producer:
         async_result = self.app.AsyncResult(task_id)
         state, info = self._call(f"reading the state of {document_id}",
                                  lambda: (async_result.state, async_result.info))
-        view = {"document_id": document_id, "task_id": task_id, "queue": queue, "state": state,
-                "progress": None, "error": None}
-        if state == "PROGRESS" and isinstance(info, dict):
-            view["progress"] = info
-        elif isinstance(info, BaseException):  # FAILURE / RETRY carry the exception
-            view["error"] = {"type": type(info).__name__, "message": str(info)}
-        return view
+        error = None
+        if isinstance(info, BaseException):  # FAILURE / RETRY carry the exception
+            error = {"type": type(info).__name__, "message": str(info)}
+        return task_view(document_id, task_id, queue, state, info, error)
 
     def status(self, job: str | JobHandle) -> dict[str, Any]:
         """Where a document's latest job stands.
