@@ -45,7 +45,7 @@ from importlib import metadata
 from typing import Any
 
 from longparser.boundary_methods import ALIASES, METHODS
-from schemas.config import MODEL_WINDOW, ChunkingConfig
+from schemas.config import MODEL_WINDOW, SEMANTIC_THRESHOLD, ChunkingConfig
 
 DISTRIBUTION = "longparser-worker"
 INPUT_HELP = ("block list, ChunkRequest, LongParser document dump or docling DoclingDocument (JSON), "
@@ -194,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
                           help="boundary method (default: the config's, adjacent)")
     evaluate.add_argument("--threshold", type=float, default=None,
                           help="adjacent: cosine threshold below which a boundary is placed "
-                               "(default: the config's semantic_threshold, 0.3)")
+                               f"(default: the config's semantic_threshold, {SEMANTIC_THRESHOLD})")
     evaluate.add_argument("--pair-threshold", type=float, default=None, help="cohesion: pair threshold")
     evaluate.add_argument("--boundary-cost", type=float, default=None, help="cohesion: boundary cost")
     _add_config_option(evaluate)

@@ -21,6 +21,8 @@ MAX_COUNTER_CHARS = 4096
 # The pinned embedding model's window in its own tokens, special tokens included
 # (sentence-transformers' max_seq_length for all-MiniLM-L6-v2): what fits is embedded whole.
 MODEL_WINDOW = 256
+# adjacent method: a boundary where two neighbours' cosine similarity falls below this
+SEMANTIC_THRESHOLD = 0.3
 # The settings recommended for the pinned 256-token model: the README shows them, the retrieval
 # benchmark's "recommended" row runs them (docs/retrieval-benchmark.md), the fit preset applies
 # them with its own tokenizer and window (fit_config), and a unit test holds the README to this
@@ -129,7 +131,7 @@ class ChunkingConfig(BaseModel):
     # "adjacent" (the default, unchanged behaviour), "cohesion", or "recommended" (= cohesion).
     semantic_method: SemanticMethod = "adjacent"
     # adjacent: a boundary where cos(previous block, block) < semantic_threshold.
-    semantic_threshold: float = Field(default=0.3, ge=0.0, le=1.0)
+    semantic_threshold: float = Field(default=SEMANTIC_THRESHOLD, ge=0.0, le=1.0)
     # cohesion: blocks "belong together" above this cosine (pairs up to 8 blocks apart) ...
     semantic_pair_threshold: float = Field(default=0.21, ge=0.0, le=1.0)
     # ... and a boundary must separate pairs worth more than this below it.
