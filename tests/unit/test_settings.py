@@ -365,3 +365,21 @@ def test_the_event_consumers_url_defaults_to_the_result_url(monkeypatch: pytest.
     monkeypatch.setenv("LONGPARSER_EVENTS_URL", "store:6379")
     with pytest.raises(SettingsError, match=r"^events_url \(LONGPARSER_EVENTS_URL='store:6379'\): not a URL"):
         get_settings()
+
+
+def test_the_store_the_broker_and_the_blocking_reads_share_one_set_of_timeouts() -> None:
+    from service.celeryconfig import celery_config
+    from service.events import MAX_BLOCK_S
+    from service.redis_client import CONNECT_TIMEOUT_S, REPLY_TIMEOUT_S, SENTINEL_OPTIONS, redis_client
+
+    url = "redis://127.0.0.1:6399/0"
+    store = redis_client(url, Settings(broker_url=url, result_url=url)).connection_pool.connection_kwargs
+    broker = celery_config(Settings(broker_url=url, result_url=url))["broker_transport_options"]
+    expected = (REPLY_TIMEOUT_S, CONNECT_TIMEOUT_S)
+    assert (store["socket_timeout"], store["socket_connect_timeout"]) == expected
+    assert (broker["socket_timeout"], broker["socket_connect_timeout"]) == expected
+    sentinel = "sentinel://10.0.0.1:26379"
+    sentinel_settings = Settings(broker_url=sentinel, result_url=sentinel, sentinel_master="lp-master")
+    options = celery_config(sentinel_settings)["broker_transport_options"]
+    assert options["sentinel_kwargs"] == SENTINEL_OPTIONS
+    assert MAX_BLOCK_S < REPLY_TIMEOUT_S
