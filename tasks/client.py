@@ -396,11 +396,8 @@ class Producer:
         return self.store.client.xread({self.store.events_key: after}, count=EVENT_BATCH,
                                        block=block_ms(remaining))
 
-    def get_result(self, job: str | JobHandle, *, timeout: float = 300.0,
-                   poll_interval: float | None = None) -> ChunkResult:
+    def get_result(self, job: str | JobHandle, *, timeout: float = 300.0) -> ChunkResult:
         """Wait for a document's result (:meth:`wait`: blocking on the completion stream).
-
-        ``poll_interval`` is ignored (kept so that callers written for the polling client work).
 
         Raises:
             JobFailed: the task failed (``error_type``, ``message``).
@@ -450,7 +447,7 @@ def wait(job: str | JobHandle, timeout: float = 300.0, *, settings: Settings | N
     return _run(settings, producer, lambda p: p.wait(job, timeout))
 
 
-def get_result(job: str | JobHandle, *, timeout: float = 300.0, poll_interval: float | None = None,
-               settings: Settings | None = None, producer: Producer | None = None) -> ChunkResult:
+def get_result(job: str | JobHandle, *, timeout: float = 300.0, settings: Settings | None = None,
+               producer: Producer | None = None) -> ChunkResult:
     """:meth:`Producer.get_result` with ``producer`` (default: one built for this call)."""
-    return _run(settings, producer, lambda p: p.get_result(job, timeout=timeout, poll_interval=poll_interval))
+    return _run(settings, producer, lambda p: p.get_result(job, timeout=timeout))
