@@ -727,7 +727,7 @@ def load_named(references: Iterable[str | None], declared: Mapping[str, Tokenize
     Raises:
         NamedTokenizerUnavailable: a name that is declared nowhere, or a tokenizer that cannot load.
     """
-    from schemas.config import BUILTIN_COUNTERS, is_path_like
+    from schemas.config import BUILTIN_COUNTERS, is_tokenizer_name
 
     declared = declared or {}
     counters: dict[str, TokenizerCounter] = {}
@@ -736,7 +736,7 @@ def load_named(references: Iterable[str | None], declared: Mapping[str, Tokenize
             continue
         if reference in declared:
             counters.update(load_declared({reference: declared[reference]}))
-        elif is_path_like(reference):
+        elif not is_tokenizer_name(reference):  # not name-shaped: a path
             counters[reference] = load_path(reference)
         else:
             known = ", ".join(sorted(declared)) or "none"

@@ -52,11 +52,6 @@ def is_tokenizer_name(value: str) -> bool:
     return value in BUILTIN_COUNTERS or bool(_TOKENIZER_NAME.match(value))
 
 
-def is_path_like(value: str) -> bool:
-    """Whether ``value`` names a file or directory rather than a counter (anything not name-shaped)."""
-    return not is_tokenizer_name(value)
-
-
 def _counter_reference(value: str, field: str) -> str:
     if not value.strip() or len(value) > MAX_COUNTER_CHARS or not value.isprintable():
         raise ValueError(f"{field} must be 'estimate', 'model', a tokenizer name or a path "

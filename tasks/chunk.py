@@ -40,7 +40,7 @@ from celery.worker.request import Request
 from config.settings import Settings
 from longparser import chunk_blocks, chunk_request
 from schemas import ChunkRequest, ChunkResult, InputError
-from schemas.config import BUILTIN_COUNTERS, is_path_like
+from schemas.config import BUILTIN_COUNTERS, is_tokenizer_name
 from service.keys import TASK_NAME, is_valid_document_id
 from service.payloads import (
     CorruptPayload,
@@ -105,7 +105,7 @@ def check_tokenizers(request: ChunkRequest, settings: Settings) -> None:
     for field, reference in (("token_counter", config.token_counter), ("fit", config.fit)):
         if reference is None or reference in BUILTIN_COUNTERS or reference in settings.tokenizers:
             continue
-        if is_path_like(reference):
+        if not is_tokenizer_name(reference):  # anything not name-shaped is a path
             raise RequestRefused(f"{field} {reference!r} is a path: workers never open a path a request "
                                  f"names; name a tokenizer LONGPARSER_TOKENIZERS declares ({declared})")
         raise RequestRefused(f"{field} {reference!r} is not a tokenizer this worker declares "
