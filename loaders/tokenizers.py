@@ -283,12 +283,11 @@ class TokenizerCounter:
         return ends[index] if index >= 0 else 0
 
 
-class WholeTextCounter(TokenizerCounter):
-    """Exact: every text is counted whole by the tokenizer (remembered); not additive."""
+class _TextCounter(TokenizerCounter):
+    """Not additive: a text's units are its count (``self.texts``, remembered), and a joined
+    text is counted again."""
 
-    def __init__(self, tokens: HuggingFaceTokens | _Tiktoken, *, name: str, kind: str, window: int) -> None:
-        super().__init__(tokens, name=name, kind=kind, window=window)
-        self.texts = _TextMemo(lambda text: tokens.count(text) + self.special_tokens)
+    texts: _TextMemo
 
     def count(self, text: str) -> int:
         return self.texts[text]
@@ -298,6 +297,14 @@ class WholeTextCounter(TokenizerCounter):
 
     def count_joined(self, text: str, units: Sequence[int]) -> int:
         return self.texts[text]
+
+
+class WholeTextCounter(_TextCounter):
+    """Exact: every text is counted whole by the tokenizer (remembered); not additive."""
+
+    def __init__(self, tokens: HuggingFaceTokens | _Tiktoken, *, name: str, kind: str, window: int) -> None:
+        super().__init__(tokens, name=name, kind=kind, window=window)
+        self.texts = _TextMemo(lambda text: tokens.count(text) + self.special_tokens)
 
 
 # Space, tab, line feed and carriage return: whitespace to every tokenizer. (Python's str.split
@@ -359,7 +366,7 @@ _LINE_CUTS = re.compile(rf"(?<=[^{_MAYBE_WHITESPACE}])(?=[ \t])|(?<=[A-Za-z0-9])
 _ASCII_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 
 
-class SegmentCounter(TokenizerCounter):
+class SegmentCounter(_TextCounter):
     """Exact and fast, not additive: a text counts the sum of its segments (module doc).
 
     A text is walked line by line (lines are what the engine joins): each distinct line is
@@ -417,15 +424,6 @@ class SegmentCounter(TokenizerCounter):
         if open_segment:
             total += segment(open_segment)
         return total
-
-    def count(self, text: str) -> int:
-        return self.texts[text]
-
-    def measure(self, texts: Sequence[str]) -> list[int]:
-        return list(map(self.texts.__getitem__, texts))
-
-    def count_joined(self, text: str, units: Sequence[int]) -> int:
-        return self.texts[text]
 
 
 # --- choosing the counter: the probe -------------------------------------------------------
