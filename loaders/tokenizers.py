@@ -58,7 +58,7 @@ logger = logging.getLogger(__name__)
 MEMO_LIMIT = 500_000  # distinct words, segments or lines remembered per process before starting again
 TEXT_MEMO_CHARS = 32_000_000  # characters of whole texts remembered before starting again
 TIKTOKEN_HINT = "install the tiktoken package (`pip install 'longparser-worker[tiktoken]'`)"
-TOKENIZERS_HINT = "install the tokenizers package (`pip install tokenizers`, part of longparser-worker)"
+TOKENIZERS_HINT = "install the `tokenizers` package (`pip install tokenizers`, part of longparser-worker)"
 
 
 class TokenizerUnavailable(ResourceUnavailable):
