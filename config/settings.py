@@ -23,7 +23,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings import SettingsError as SourceError
 
 from schemas.config import BUILTIN_COUNTERS, TOKENIZER_NAME_PATTERN, is_tokenizer_name
-from schemas.inputs import join_problems, quoted
+from schemas.problems import ErrorDetails, describe_validation_error, error_message, located, quoted
 from schemas.tokenizers import TokenizerSpec
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -42,6 +42,7 @@ URL_FORMS = "redis://host:6379/0, rediss:// (TLS), unix:///path/to/redis.sock or
 # A lease outlives this many renewal intervals (two renewals may be late or lost).
 LEASE_RENEWALS_PER_TIMEOUT = 3
 _URL_PASSWORD = re.compile(r"(://[^:@/;]*:)[^@/;]+@")
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&;]+")
 
 
 class SettingsError(ValueError):
@@ -49,31 +50,24 @@ class SettingsError(ValueError):
 
 
 def masked_url(url: str) -> str:
-    """``url`` with any password replaced by ``**`` (each part of a ``;`` list)."""
-    return _URL_PASSWORD.sub(r"\1**@", url)
+    """``url`` with any password (``:password@``, ``?password=``) replaced by ``**``, each part
+    of a ``;`` list; the one masker of every message and log line that names a URL. Written
+    here rather than kombu's ``maybe_sanitize_url``, which rewrites the URL (and raises on one
+    that does not parse: a bad setting must still be named)."""
+    return _QUERY_PASSWORD.sub(r"\1**", _URL_PASSWORD.sub(r"\1**@", url))
 
 
-def describe_validation_error(exc: ValidationError) -> str:
-    """One line, problems joined with ``; ``: ``field (LONGPARSER_FIELD='value'): reason``.
-
-    pydantic's own text spans several lines and repeats the whole input; a cross-field check
-    (no field location) is reported by its message alone, without pydantic's "Value error, ".
-    Values are quoted short, and a URL's password is masked.
-    """
-    problems = []
-    for error in exc.errors(include_url=False):
-        message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
-        location = [str(part) for part in error.get("loc", ()) if part != "__root__"]
-        if location:
-            name = f"{ENV_PREFIX}{location[0].upper()}"
-            value = error.get("input")
-            if isinstance(value, str) and location[0].endswith("_url"):
-                value = masked_url(value)
-            shown = f"={quoted(value)}" if isinstance(value, str | int | float | bool) else ""
-            problems.append(f"{location[0]} ({name}{shown}): {message}")
-        else:
-            problems.append(message)
-    return join_problems(problems)
+def _setting_problem(error: ErrorDetails) -> str:
+    """``field (LONGPARSER_FIELD='value'): reason``; values quoted short, a URL's password masked."""
+    location = [str(part) for part in error.get("loc", ()) if part != "__root__"]
+    if not location:
+        return error_message(error)
+    name = f"{ENV_PREFIX}{location[0].upper()}"
+    value = error.get("input")
+    if isinstance(value, str) and location[0].endswith("_url"):
+        value = masked_url(value)
+    shown = f"={quoted(value)}" if isinstance(value, str | int | float | bool) else ""
+    return located(f"{location[0]} ({name}{shown})", error_message(error))
 
 
 def check_redis_url(url: str) -> str:
@@ -307,7 +301,7 @@ def load_settings() -> Settings:
     try:
         return Settings()
     except ValidationError as exc:
-        raise SettingsError(describe_validation_error(exc)) from None
+        raise SettingsError(describe_validation_error(exc, _setting_problem)) from None
     except SourceError as exc:  # a JSON-valued variable (LONGPARSER_TOKENIZERS) that is not JSON
         found = re.search(r'field "(\w+)"', str(exc))
         where = f"{found.group(1)} ({ENV_PREFIX}{found.group(1).upper()})" if found else str(exc)

@@ -105,6 +105,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from schemas.problems import error_location, error_message
+
 if TYPE_CHECKING:  # pragma: no cover - types only
     from docling_core.types.doc import DoclingDocument
 
@@ -274,14 +276,11 @@ def _one_line(exc: Any) -> str:
     telling = [err for err in errors if err.get("type") != "literal_error"]
     first = (telling or errors)[0]
     parts = [part for part in first.get("loc", ()) if not _is_branch(part)]
-    loc = ""
-    for part in parts:
-        loc += f"[{part}]" if isinstance(part, int) else ("." if loc else "") + str(part)
-    message = first.get("msg", "invalid")
+    message = error_message(first)
     if not telling and parts and parts[-1] == "label":
         message = f"{first.get('input')!r} is not a label of a docling item"
     more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"invalid DoclingDocument: {loc or '(root)'}: {_flat(str(message))}{more}"
+    return f"invalid DoclingDocument: {error_location(parts) or '(root)'}: {_flat(message)}{more}"
 
 
 def _is_branch(part: Any) -> bool:

@@ -28,7 +28,8 @@ from loaders.pinned_model import (
     EncoderUnavailable,
     checked_model_dir,
 )
-from loaders.tokenizer import ModelTokenCounter, TokenizerUnavailable, load_model_counter
+from loaders.tokenizer import TokenizerUnavailable, load_model_counter
+from loaders.tokenizers import WordCounter
 from loaders.windows import TextWindows, embed_in_windows
 
 __all__ = [
@@ -82,7 +83,7 @@ class SentenceTransformerEncoder:
         return np.asarray(vectors, dtype=np.float32)
 
 
-def _windows(counter: ModelTokenCounter | None) -> TextWindows:
+def _windows(counter: WordCounter | None) -> TextWindows:
     """Windows planned with ``counter`` (the process's model counter, whose word memo it then
     shares), else with a counter loaded here."""
     try:
@@ -91,7 +92,7 @@ def _windows(counter: ModelTokenCounter | None) -> TextWindows:
         raise EncoderUnavailable(
             f"the model's tokenizer is needed to embed long texts in windows: {exc}"
         ) from exc
-    return TextWindows(counter.tokenizer, count=counter.measure)
+    return TextWindows(counter.tokens.tokenizer, count=counter.measure)
 
 
 def load_encoder(
@@ -102,7 +103,7 @@ def load_encoder(
     device: str = "cpu",
     backend: str = "torch",
     cache_dir: str | os.PathLike[str] | None = None,
-    counter: ModelTokenCounter | None = None,
+    counter: WordCounter | None = None,
 ) -> SentenceTransformerEncoder | ExportedEncoder:
     """Load the pinned sentence encoder from a LOCAL directory; never reaches the network.
 

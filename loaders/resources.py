@@ -21,8 +21,8 @@ from typing import Literal, Protocol
 from loaders.encoder import load_encoder
 from loaders.pinned_model import PINNED_SHA256, EncoderUnavailable
 from loaders.quality import load_language_id, load_word_list
-from loaders.tokenizer import ModelTokenCounter, TokenizerUnavailable, load_model_counter
-from loaders.tokenizers import load_named
+from loaders.tokenizer import TokenizerUnavailable, load_model_counter
+from loaders.tokenizers import WordCounter, load_named
 from longparser.resources import Resources
 from longparser.tokens import TokenCounter
 from schemas import ChunkingConfig
@@ -145,7 +145,7 @@ def load_tokenizers(spec: ResourceSpec) -> dict[str, TokenCounter]:
     return dict(load_named([*spec.tokenizers, *spec.tokenizer_paths], spec.tokenizers))
 
 
-def _load_counter(need: Need) -> tuple[ModelTokenCounter | None, str | None]:
+def _load_counter(need: Need) -> tuple[WordCounter | None, str | None]:
     if need == "off":
         return None, None
     try:

@@ -50,7 +50,7 @@ from itertools import pairwise, product
 from pathlib import Path
 from typing import Any
 
-from loaders.tokenizer import TokenizerUnavailable
+from loaders.errors import ResourceUnavailable
 from schemas.tokenizers import TokenizerSpec
 
 logger = logging.getLogger(__name__)
@@ -58,7 +58,11 @@ logger = logging.getLogger(__name__)
 MEMO_LIMIT = 500_000  # distinct words, segments or lines remembered per process before starting again
 TEXT_MEMO_CHARS = 32_000_000  # characters of whole texts remembered before starting again
 TIKTOKEN_HINT = "install the tiktoken package (`pip install 'longparser-worker[tiktoken]'`)"
-TOKENIZERS_HINT = "install the tokenizers package (`pip install tokenizers`, part of longparser-worker)"
+TOKENIZERS_HINT = "install the `tokenizers` package (`pip install tokenizers`, part of longparser-worker)"
+
+
+class TokenizerUnavailable(ResourceUnavailable):
+    """The model's tokenizer cannot be loaded; the message says what to install."""
 
 
 class NamedTokenizerUnavailable(TokenizerUnavailable):
@@ -95,6 +99,15 @@ _CHARACTER_NORMALIZERS = frozenset({"BertNormalizer", "Lowercase", "NFC", "NFD",
                                     "StripAccents"})
 
 
+# BertNormalizer on ASCII: control characters removed (tab, line feed and carriage return are
+# whitespace); BertPreTokenizer on ASCII: words end at whitespace and every ASCII punctuation
+# character is a word of its own. A BERT tokenizer's ASCII text is split by these rules here,
+# its pieces cut by the tokenizer's own model: no normalizer or pre-tokenizer call per word.
+_ASCII_CONTROLS = bytes([b for b in range(0x20) if chr(b) not in "\t\n\r"] + [0x7F])
+_HAS_CONTROL = re.compile("[" + re.escape(_ASCII_CONTROLS.decode("ascii")) + "]")
+_ASCII_WORDS = re.compile(r"[!-/:-@\[-`{-~]|[^\t\n\r !-/:-@\[-`{-~]+")
+
+
 # --- what the counters need from a tokenizer ----------------------------------------------
 
 
@@ -112,13 +125,27 @@ class _Memo(dict[Any, Any]):
         return value
 
 
-class _HuggingFace:
+def _bert_ascii_rules(tokenizer: Any) -> bool | None:
+    """Whether ASCII text may be split by BERT's rules here (:data:`_ASCII_WORDS`), and
+    lower-cased first: None unless the tokenizer is a BertNormalizer (cleaning text) followed by
+    a BertPreTokenizer alone, else the normalizer's ``lowercase``."""
+    config = json.loads(tokenizer.to_str())
+    normalizer, pre = config.get("normalizer") or {}, config.get("pre_tokenizer") or {}
+    if (normalizer.get("type") != "BertNormalizer" or not normalizer.get("clean_text")
+            or pre.get("type") != "BertPreTokenizer"):
+        return None
+    return bool(normalizer.get("lowercase"))
+
+
+class HuggingFaceTokens:
     """A ``tokenizers.Tokenizer``: counts without special tokens, the count they add, offsets.
 
     A text is counted the way ``encode`` counts it, step by step: split by the pre-tokenizer,
     each piece cut by the model; the pieces' counts are remembered (a BPE tokenizer's pieces
     repeat far more than the words around them). A text holding one of the tokenizer's added
-    tokens (``encode`` takes them out first), or one its normalizer changes, is encoded whole.
+    tokens (``encode`` takes them out first), or one its normalizer changes, is encoded whole;
+    a BERT tokenizer's ASCII text is split by BERT's rules here (:func:`_bert_ascii_rules`),
+    which is what makes the pinned model's counter fast.
     """
 
     def __init__(self, tokenizer: Any, lower: bool) -> None:
@@ -134,16 +161,24 @@ class _HuggingFace:
         self._split = pre.pre_tokenize_str if pre is not None else None
         tokenize = tokenizer.model.tokenize
         self.pieces = _Memo(lambda piece: len(tokenize(piece)))
+        self._bert_ascii = _bert_ascii_rules(tokenizer)
+        # words counted one by one cost less than batching them (BERT's ASCII words)
+        self.cheap_words = self._bert_ascii is not None
 
     def _text(self, text: str) -> str:
         return text.lower() if self.lower else text
 
     def count(self, text: str) -> int:
         seen = self._text(text)
-        if (self._split is None or (self._added is not None and self._added.search(seen))
-                or (self._normalize is not None and self._normalize(seen) != seen)):
+        if self._added is not None and self._added.search(seen):
             return len(self.tokenizer.encode(seen, add_special_tokens=False).ids)
         piece = self.pieces.__getitem__
+        if self._bert_ascii is not None and seen.isascii():
+            if _HAS_CONTROL.search(seen):
+                seen = seen.encode("ascii").translate(None, _ASCII_CONTROLS).decode("ascii")
+            return sum(map(piece, _ASCII_WORDS.findall(seen.lower() if self._bert_ascii else seen)))
+        if self._split is None or (self._normalize is not None and self._normalize(seen) != seen):
+            return len(self.tokenizer.encode(seen, add_special_tokens=False).ids)
         return sum(piece(split) for split, _ in self._split(seen))
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
@@ -162,6 +197,8 @@ class _HuggingFace:
 
 class _Tiktoken:
     """A ``tiktoken.Encoding``; special tokens in a text are counted as the plain text they are."""
+
+    cheap_words = False
 
     def __init__(self, encoding: Any, specials: int) -> None:
         self.encoding, self.specials = encoding, specials
@@ -210,7 +247,7 @@ class TokenizerCounter:
     additive = False
     method = "whole"
 
-    def __init__(self, tokens: _HuggingFace | _Tiktoken, *, name: str, kind: str, window: int) -> None:
+    def __init__(self, tokens: HuggingFaceTokens | _Tiktoken, *, name: str, kind: str, window: int) -> None:
         self.tokens, self.name, self.kind, self.window = tokens, name, kind, window
         self.special_tokens = tokens.specials
 
@@ -246,12 +283,11 @@ class TokenizerCounter:
         return ends[index] if index >= 0 else 0
 
 
-class WholeTextCounter(TokenizerCounter):
-    """Exact: every text is counted whole by the tokenizer (remembered); not additive."""
+class _TextCounter(TokenizerCounter):
+    """Not additive: a text's units are its count (``self.texts``, remembered), and a joined
+    text is counted again."""
 
-    def __init__(self, tokens: _HuggingFace | _Tiktoken, *, name: str, kind: str, window: int) -> None:
-        super().__init__(tokens, name=name, kind=kind, window=window)
-        self.texts = _TextMemo(lambda text: tokens.count(text) + self.special_tokens)
+    texts: _TextMemo
 
     def count(self, text: str) -> int:
         return self.texts[text]
@@ -263,15 +299,26 @@ class WholeTextCounter(TokenizerCounter):
         return self.texts[text]
 
 
+class WholeTextCounter(_TextCounter):
+    """Exact: every text is counted whole by the tokenizer (remembered); not additive."""
+
+    def __init__(self, tokens: HuggingFaceTokens | _Tiktoken, *, name: str, kind: str, window: int) -> None:
+        super().__init__(tokens, name=name, kind=kind, window=window)
+        self.texts = _TextMemo(lambda text: tokens.count(text) + self.special_tokens)
+
+
 # Space, tab, line feed and carriage return: whitespace to every tokenizer. (Python's str.split
 # also splits at \x0b \x0c \x1c-\x1f \x85, which BERT's normalizer deletes, joining the words.)
 _WORD_SEPARATORS = re.compile(r"[ \t\n\r]+")
-_OTHER_PYTHON_WHITESPACE = re.compile(r"[^\S \t\n\r]")
+# Every other character str.split splits at (a character class is searched faster than "[^\S...]").
+OTHER_PYTHON_WHITESPACE = ("\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029"
+                           "\u202f\u205f\u3000")
+_HAS_OTHER_PYTHON_WHITESPACE = re.compile(f"[{OTHER_PYTHON_WHITESPACE}]")
 
 
 def words(text: str) -> list[str]:
     """``text``'s words: split only at spaces, tabs, line feeds and carriage returns."""
-    if text.isascii() and not _OTHER_PYTHON_WHITESPACE.search(text):
+    if not _HAS_OTHER_PYTHON_WHITESPACE.search(text):
         return text.split()
     return [word for word in _WORD_SEPARATORS.split(text) if word]
 
@@ -283,7 +330,7 @@ class WordCounter(TokenizerCounter):
     additive = True
     method = "words"
 
-    def __init__(self, tokens: _HuggingFace | _Tiktoken, *, name: str, kind: str, window: int) -> None:
+    def __init__(self, tokens: HuggingFaceTokens | _Tiktoken, *, name: str, kind: str, window: int) -> None:
         super().__init__(tokens, name=name, kind=kind, window=window)
         self.words = _Memo(tokens.count)
 
@@ -297,11 +344,12 @@ class WordCounter(TokenizerCounter):
             known.update(zip(missing, self.tokens.count_many(missing), strict=True))
 
     def measure(self, texts: Sequence[str]) -> list[int]:
-        split = [words(text) for text in texts]
-        if len(texts) > 1:
-            self._fill(split)
         word_units = self.words.__getitem__
-        return [sum(map(word_units, found)) for found in split]
+        if len(texts) > 1 and not self.tokens.cheap_words:
+            split = [words(text) for text in texts]
+            self._fill(split)
+            return [sum(map(word_units, found)) for found in split]
+        return [sum(map(word_units, words(text))) for text in texts]
 
     def count_joined(self, text: str, units: Sequence[int]) -> int:
         return sum(units) + self.special_tokens
@@ -318,7 +366,7 @@ _LINE_CUTS = re.compile(rf"(?<=[^{_MAYBE_WHITESPACE}])(?=[ \t])|(?<=[A-Za-z0-9])
 _ASCII_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 
 
-class SegmentCounter(TokenizerCounter):
+class SegmentCounter(_TextCounter):
     """Exact and fast, not additive: a text counts the sum of its segments (module doc).
 
     A text is walked line by line (lines are what the engine joins): each distinct line is
@@ -328,7 +376,7 @@ class SegmentCounter(TokenizerCounter):
 
     method = "segments"
 
-    def __init__(self, tokens: _HuggingFace | _Tiktoken, *, name: str, kind: str, window: int) -> None:
+    def __init__(self, tokens: HuggingFaceTokens | _Tiktoken, *, name: str, kind: str, window: int) -> None:
         super().__init__(tokens, name=name, kind=kind, window=window)
         self.segments = _Memo(tokens.count)
         self.spaced = _Memo(lambda word: self.segments[" " + word])
@@ -376,15 +424,6 @@ class SegmentCounter(TokenizerCounter):
         if open_segment:
             total += segment(open_segment)
         return total
-
-    def count(self, text: str) -> int:
-        return self.texts[text]
-
-    def measure(self, texts: Sequence[str]) -> list[int]:
-        return list(map(self.texts.__getitem__, texts))
-
-    def count_joined(self, text: str, units: Sequence[int]) -> int:
-        return self.texts[text]
 
 
 # --- choosing the counter: the probe -------------------------------------------------------
@@ -435,7 +474,7 @@ def _whitespace_splitting(tokenizer: Any) -> bool:
             and not any(re.search(r"\s", content) for content in added))
 
 
-def _probe(counter: TokenizerCounter, tokens: _HuggingFace | _Tiktoken) -> str | None:
+def _probe(counter: TokenizerCounter, tokens: HuggingFaceTokens | _Tiktoken) -> str | None:
     """The first probe text ``counter`` counts differently from the tokenizer, or None."""
     texts = probe_texts([word for word in tokens.added[:16] if word.strip()])
     expected = tokens.count_many(texts)
@@ -445,7 +484,7 @@ def _probe(counter: TokenizerCounter, tokens: _HuggingFace | _Tiktoken) -> str |
     return None
 
 
-def choose_counter(tokens: _HuggingFace | _Tiktoken, *, name: str, kind: str, window: int,
+def choose_counter(tokens: HuggingFaceTokens | _Tiktoken, *, name: str, kind: str, window: int,
                    splits_at_whitespace: bool) -> TokenizerCounter:
     """The fastest counter that counts every probe exactly (module doc)."""
     candidates: list[type[TokenizerCounter]] = [SegmentCounter]
@@ -464,14 +503,6 @@ def choose_counter(tokens: _HuggingFace | _Tiktoken, *, name: str, kind: str, wi
 
 
 # --- loading --------------------------------------------------------------------------------
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -544,7 +575,7 @@ def _load_hf(spec: TokenizerSpec, name: str) -> TokenizerCounter:
             "model directory holding one)")
     tokenizer = _hf_tokenizer(_checked_bytes(file, spec.sha256), file)
     window = _window(spec.window, model_window(file.parent), file.parent)
-    tokens = _HuggingFace(tokenizer, lower=False)
+    tokens = HuggingFaceTokens(tokenizer, lower=False)
     return choose_counter(tokens, name=name, kind="hf", window=window,
                           splits_at_whitespace=_whitespace_splitting(tokenizer))
 
@@ -569,7 +600,7 @@ def _load_st(spec: TokenizerSpec, name: str) -> TokenizerCounter:
     tokenizer = _hf_tokenizer(_checked_bytes(file, spec.sha256), file)
     own = settings.get("max_seq_length") if isinstance(settings.get("max_seq_length"), int) else None
     window = _window(spec.window, own if own is not None else model_window(directory), root)
-    tokens = _HuggingFace(tokenizer, lower=bool(settings.get("do_lower_case", False)))
+    tokens = HuggingFaceTokens(tokenizer, lower=bool(settings.get("do_lower_case", False)))
     return choose_counter(tokens, name=name, kind="st", window=window,
                           splits_at_whitespace=_whitespace_splitting(tokenizer))
 
@@ -694,7 +725,7 @@ def load_named(references: Iterable[str | None], declared: Mapping[str, Tokenize
     Raises:
         NamedTokenizerUnavailable: a name that is declared nowhere, or a tokenizer that cannot load.
     """
-    from schemas.config import BUILTIN_COUNTERS, is_path_like
+    from schemas.config import BUILTIN_COUNTERS, is_tokenizer_name
 
     declared = declared or {}
     counters: dict[str, TokenizerCounter] = {}
@@ -703,7 +734,7 @@ def load_named(references: Iterable[str | None], declared: Mapping[str, Tokenize
             continue
         if reference in declared:
             counters.update(load_declared({reference: declared[reference]}))
-        elif is_path_like(reference):
+        elif not is_tokenizer_name(reference):  # not name-shaped: a path
             counters[reference] = load_path(reference)
         else:
             known = ", ".join(sorted(declared)) or "none"

@@ -1,4 +1,5 @@
-"""The budget of one request: ``max_tokens`` in its counter, a target or (strict) a maximum.
+"""The budget of one request: ``max_tokens`` less ``reserve_tokens`` in its counter, a target or
+(strict) a maximum.
 
 Stages ask the budget whether a group of blocks fits: by default by the sum of the blocks' own
 counts, a packing target (the target exceptions, docs/strict.md, say where a chunk may go
@@ -25,26 +26,37 @@ T = TypeVar("T")
 
 
 class Budget:
-    """``max_tokens`` of ``counter`` for one request (see the module doc).
+    """What a chunk may count with ``counter`` for one request (see the module doc).
 
     Attributes:
-        strict: ``max_tokens`` is a maximum of every chunk's emitted text (else a target).
+        chunk_limit: ``max_tokens`` less ``reserve_tokens`` (``ChunkingConfig.chunk_budget``).
+        strict: ``chunk_limit`` is a maximum of every chunk's emitted text (else a target).
         with_breadcrumb: the emitted text counted in strict mode is ``embed_text``.
         repeat_tokens: the most tokens repeated text may take in a strict chunk.
     """
 
     def __init__(
-        self, max_tokens: int, counter: TokenCounter, *, strict: bool, with_breadcrumb: bool
+        self, chunk_limit: int, counter: TokenCounter, *, strict: bool, with_breadcrumb: bool
     ) -> None:
-        self.max_tokens, self.counter = max_tokens, counter
+        self.chunk_limit, self.counter = chunk_limit, counter
         self.strict, self.with_breadcrumb = strict, with_breadcrumb
-        self.repeat_tokens = max(1, int(max_tokens * REPEAT_SHARE))
+        self.repeat_tokens = max(1, int(chunk_limit * REPEAT_SHARE))
         self._measure = lru_cache(maxsize=4096)(lambda text: counter.measure((text,))[0])
-        if strict and (smallest := count(counter, "a")) > max_tokens:
+        if strict and (smallest := count(counter, "a")) > chunk_limit:
             raise RequestRefused(
-                f"max_tokens {max_tokens} leaves no room for text with the {counter.name} counter: "
+                f"{self.described_limit()} leaves no room for text with the {counter.name} counter: "
                 f"one character already counts {smallest}"
             )
+
+    @property
+    def max_tokens(self) -> int:
+        """:attr:`chunk_limit` under the name longparser/overlap.py still reads (to go once it
+        reads ``chunk_limit``): not ``max_tokens`` when ``reserve_tokens`` is set."""
+        return self.chunk_limit
+
+    def described_limit(self) -> str:
+        """The limit as a refusal names it: ``chunk limit 251 (max_tokens less reserve_tokens)``."""
+        return f"chunk limit {self.chunk_limit} (max_tokens less reserve_tokens)"
 
     def measure(self, text: str) -> int:
         """The counter's units of one text (memoised: repeated text is measured again and again)."""
@@ -71,8 +83,8 @@ class Budget:
         return self.counter.count_joined(text, units)
 
     def fits(self, draft: Draft) -> bool:
-        """Whether ``draft``'s emitted text counts at most ``max_tokens``."""
-        return self.cost(draft) <= self.max_tokens
+        """Whether ``draft``'s emitted text counts at most :attr:`chunk_limit`."""
+        return self.cost(draft) <= self.chunk_limit
 
     def accepts(self, draft: Draft) -> bool:
         """Whether a finished ``draft`` (a merge, a schema) may be emitted as it is: always with a
@@ -93,9 +105,9 @@ class Budget:
         def ok(units: int) -> bool:
             if cap is not None and count_joined("", [units]) > cap:
                 return False
-            return not self.strict or count_joined("", [*base, units]) <= self.max_tokens
+            return not self.strict or count_joined("", [*base, units]) <= self.chunk_limit
 
-        low, high = -1, self.max_tokens  # a text of more units than max_tokens never fits
+        low, high = -1, self.chunk_limit  # a text of more units than the limit never fits
         while low < high:  # the most units that are ok (counts grow with units)
             middle = (low + high + 1) // 2
             if ok(middle):
@@ -118,5 +130,5 @@ class Budget:
         ``upcoming`` appended fits: the per-block sum against the target, or (strict) the
         emitted count of the draft ``draft_of(group + [upcoming])`` against the maximum."""
         if not self.strict:
-            return lambda _group, _upcoming, summed: summed <= self.max_tokens
+            return lambda _group, _upcoming, summed: summed <= self.chunk_limit
         return lambda group, upcoming, _summed: self.fits(draft_of([*group, upcoming]))

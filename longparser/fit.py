@@ -386,7 +386,7 @@ def fit_draft(draft: Draft, budget: Budget) -> list[Draft]:
         elif _drop_repeated_text(current, budget):
             queue.insert(0, piece)
         else:
-            raise RequestRefused(f"max_tokens {budget.max_tokens} leaves no room for text beside the "
+            raise RequestRefused(f"{budget.described_limit()} leaves no room for text beside the "
                                  "text a chunk must repeat")
     if current.parts:
         _close(current, pieces, hold_headings=False)

@@ -180,10 +180,8 @@ def build_drafts(
     return drafts
 
 
-def finalize(
-    drafts: list[Draft], document_id: str | None, config: ChunkingConfig, resources: Resources,
-    budget: Budget,
-) -> list[Chunk]:
+def finalize(drafts: list[Draft], document_id: str | None, resources: Resources,
+             budget: Budget) -> list[Chunk]:
     """Ids, final token counts, quality scores (of the final text) and the breadcrumb to embed."""
     score = ChunkScorer(resources.word_list, resources.language_id).score
     counter = budget.counter
@@ -259,7 +257,7 @@ def chunk_blocks(
     if semantic.available:  # the boundaries between the chunks as emitted
         semantic = semantic.model_copy(update={"boundaries": sum(draft.after_boundary for draft in drafts)})
     t5 = time.perf_counter()
-    chunks = finalize(drafts, document_id, cfg, res, budget)
+    chunks = finalize(drafts, document_id, res, budget)
     t6 = time.perf_counter()
     timings = {
         "validate": round(intake.seconds * 1000.0, 3),

@@ -20,6 +20,7 @@ from longparser.errors import RequestRefused
 from longparser.resources import Resources, select_counter
 from longparser.tokens import TokenCounter
 from schemas.config import ChunkingConfig, fit_config, fit_refusal, known_window, strict_window_refusal
+from schemas.problems import describe_validation_error
 
 
 def counter_window(name: str, counter: TokenCounter) -> int | None:
@@ -46,21 +47,13 @@ def resolve(config: ChunkingConfig, resources: Resources) -> tuple[ChunkingConfi
         try:
             config = fit_config(config, window)
         except ValidationError as exc:
-            raise RequestRefused(f"fit {config.fit!r} (window {window}): {_one_line(exc)}") from None
+            problems = describe_validation_error(exc)
+            raise RequestRefused(f"fit {config.fit!r} (window {window}): {problems}") from None
     counter = select_counter(config.token_counter, resources)
     refusal = strict_window_refusal(config, counter_window(config.token_counter, counter))
     if refusal:
         raise RequestRefused(refusal)
     return config, counter
-
-
-def _one_line(exc: ValidationError) -> str:
-    problems = []
-    for error in exc.errors(include_url=False):
-        where = ".".join(map(str, error.get("loc", ())))
-        message = " ".join(str(error.get("msg", "invalid")).removeprefix("Value error, ").split())
-        problems.append(f"{where}: {message}" if where else message)
-    return "; ".join(problems)
 
 
 def expanded(fit: str | None, config: ChunkingConfig) -> dict[str, Any] | None:

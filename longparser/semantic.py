@@ -26,8 +26,7 @@ import numpy as np
 
 from longparser.boundary_methods import boundary_rule, resolve
 from longparser.resources import Encoder
-
-DEFAULT_THRESHOLD = 0.3
+from schemas.config import SEMANTIC_THRESHOLD
 
 
 def unit_rows(vectors: Any) -> np.ndarray:
@@ -68,7 +67,7 @@ def _plan(sections: Sequence[Sequence[str]]) -> tuple[list[str], list[tuple[int,
 def section_boundaries(
     sections: Sequence[Sequence[str]],
     encoder: Encoder,
-    threshold: float = DEFAULT_THRESHOLD,
+    threshold: float = SEMANTIC_THRESHOLD,
     *,
     method: str = "adjacent",
     **parameters: float,

@@ -20,7 +20,7 @@ not that count: it truncates, so per-block counts may not add up to the joined t
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 TOKENS_PER_WORD = 1.33
@@ -115,25 +115,6 @@ class EstimateCounter:
         for word in spans[:words]:
             end = text.index(word, end) + len(word)
         return end
-
-
-class CallableCounter:
-    """A plain ``text -> int`` function as a counter: not additive, so joined texts are counted."""
-
-    additive = False
-
-    def __init__(self, function: Callable[[str], int], name: str | None = None) -> None:
-        self.function = function
-        self.name = name or getattr(function, "__name__", "custom")
-
-    def measure(self, texts: Sequence[str]) -> list[int]:
-        return list(map(self.function, texts))
-
-    def count_joined(self, text: str, units: Sequence[int]) -> int:
-        return self.function(text)
-
-    def fitting_prefix(self, text: str, budget: int) -> int:
-        return bisect_prefix(self, text, budget)
 
 
 ESTIMATE = EstimateCounter()

@@ -418,7 +418,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         encoder = load_encoder(args.model_path, threads=args.threads, counter=counter)
     except (EncoderUnavailable, TokenizerUnavailable) as exc:
         raise BenchError(3, str(exc)) from None
-    tokens = ModelTokens(counter.tokenizer)
+    tokens = ModelTokens(counter.tokens.tokenizer)
     rows, markdown = build_rows(documents, anchors, args.only_ours, tokens, encoder, counter)
     texts = [c.embed for r in rows for d in documents for c in r.chunks.get(d.id, [])]
     vectors = embed_all(encoder, [*texts, *(q.question for d in documents for q in d.questions)])

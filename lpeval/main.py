@@ -27,6 +27,7 @@ from lpeval.bench_retrieval import add_arguments as add_bench_arguments
 from lpeval.bench_retrieval import run_bench_retrieval
 from lpeval.evaluate import run_evaluate
 from lpeval.evaluate_retrieval import run_evaluate_retrieval
+from schemas.config import SEMANTIC_THRESHOLD
 
 PROG = "lpeval"
 LABELLED_FORMAT = """\
@@ -59,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
                           help="boundary method (default: the config's, adjacent)")
     evaluate.add_argument("--threshold", type=float, default=None,
                           help="adjacent: cosine threshold below which a boundary is placed "
-                               "(default: the config's semantic_threshold, 0.3)")
+                               f"(default: the config's semantic_threshold, {SEMANTIC_THRESHOLD})")
     evaluate.add_argument("--pair-threshold", type=float, default=None, help="cohesion: pair threshold")
     evaluate.add_argument("--boundary-cost", type=float, default=None, help="cohesion: boundary cost")
     add_config_option(evaluate)

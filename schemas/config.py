@@ -26,6 +26,8 @@ MAX_COUNTER_CHARS = 4096
 # The pinned embedding model's window in its own tokens, special tokens included
 # (sentence-transformers' max_seq_length for all-MiniLM-L6-v2): what fits is embedded whole.
 MODEL_WINDOW = 256
+# adjacent method: a boundary where two neighbours' cosine similarity falls below this
+SEMANTIC_THRESHOLD = 0.3
 DEFAULT_MAX_TOKENS = 512
 DEFAULT_MIN_TOKENS = 100
 # The largest max_tokens the fit preset chooses, whatever the model's window (retrieval prefers
@@ -94,11 +96,6 @@ def above_window(max_tokens: int, window: int | None, named: str) -> str | None:
 def is_tokenizer_name(value: str) -> bool:
     """Whether ``value`` is a built-in counter or has the shape of a declared tokenizer's name."""
     return value in BUILTIN_COUNTERS or bool(_TOKENIZER_NAME.match(value))
-
-
-def is_path_like(value: str) -> bool:
-    """Whether ``value`` names a file or directory rather than a counter (anything not name-shaped)."""
-    return not is_tokenizer_name(value)
 
 
 def _counter_reference(value: str, field: str) -> str:
@@ -225,7 +222,7 @@ class ChunkingConfig(BaseModel):
     """with `use_semantic_chunking`: how boundaries are chosen, `adjacent` (the default, unchanged
     behaviour) or `cohesion`; `recommended`, an older name of `cohesion`, still works and is warned
     """
-    semantic_threshold: float = Field(default=0.3, ge=0.0, le=1.0)
+    semantic_threshold: float = Field(default=SEMANTIC_THRESHOLD, ge=0.0, le=1.0)
     """`adjacent` only: a boundary where cosine(previous block, block) < threshold"""
     semantic_pair_threshold: float = Field(default=0.21, ge=0.0, le=1.0)
     """`cohesion` only: blocks up to 8 apart "belong together" above this cosine"""

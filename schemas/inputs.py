@@ -34,6 +34,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from schemas.config import ChunkingConfig
+from schemas.problems import (
+    MAX_QUOTED_CHARS,
+    describe_validation_error,
+    error_location,
+    error_message,
+    join_problems,
+    quoted,
+)
 from schemas.requests import ChunkRequest
 
 DOCLING_SCHEMA_NAME = "DoclingDocument"
@@ -52,31 +60,13 @@ TEXT_CONVERTERS = "loaders.markdown.blocks_from_markdown or blocks_from_text"
 
 _UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9._:@-]+")
 _ID_MAX_LEN = 200  # DOCUMENT_ID_PATTERN: 1 leading alphanumeric or "_" + up to 199 more
-# pydantic's messages for a failed validator start with these; the rest is our own text.
-_PYDANTIC_PREFIXES = ("Value error, ", "Assertion failed, ")
 _BOUND_ERRORS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
 # Config values are taken as their JSON type (ChunkingConfig is strict): what each type error means.
 _TYPE_ERRORS = {"int_type": "an integer", "float_type": "a number", "bool_type": "true or false"}
-# A message quotes at most this much of a value, and names at most MAX_PROBLEMS problems: one
-# readable line however broken the input (a labelled file passed as blocks has hundreds).
-MAX_QUOTED_CHARS = 80
-MAX_PROBLEMS = 5
 
 
 class InputError(ValueError):
     """The input is not a valid chunking request; the message is one line meant for a human."""
-
-
-def quoted(value: object, limit: int = MAX_QUOTED_CHARS) -> str:
-    """``repr(value)``, cut to ``limit`` characters with ``...`` when longer."""
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit - 3]}..."
-
-
-def join_problems(problems: list[str], limit: int = MAX_PROBLEMS) -> str:
-    """Problems joined with ``; ``: the first ``limit``, then ``... and N more``."""
-    shown = "; ".join(problems[:limit])
-    return shown if len(problems) <= limit else f"{shown}; ... and {len(problems) - limit} more"
 
 
 # Latin letters NFKD does not decompose into a base letter and marks.
@@ -116,13 +106,7 @@ def is_docling_input(data: Any) -> bool:
 
 
 def _format_loc(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out or "(root)"
+    return error_location(loc) or "(root)"
 
 
 def _unknown_config_field(name: str) -> str:
@@ -159,10 +143,7 @@ def _message(err: Any, loc: tuple[Any, ...]) -> str:
             value = err.get("input")
             return (f"must be {_TYPE_ERRORS[kind]}, got {_json_value(value)} ({json_type(value)}); "
                     "config values are never converted")
-    message = str(err.get("msg", "invalid"))
-    for prefix in _PYDANTIC_PREFIXES:
-        message = message.removeprefix(prefix)
-    return message
+    return error_message(err)
 
 
 def _block_name(index: int, block: Any) -> str:
@@ -188,16 +169,13 @@ def format_validation_error(exc: ValidationError, blocks: list[Any] | None = Non
     ``blocks`` (the raw block list) lets the message quote the offending block's id. Config
     errors name the config field, suggest the closest field for an unknown key and quote the
     value that broke a bound; a cross-field config check is reported by its own message. At
-    most :data:`MAX_PROBLEMS` problems are named, then ``... and N more``.
+    most :data:`schemas.problems.MAX_PROBLEMS` problems are named, then ``... and N more``.
     """
 
     def block_at(index: int) -> Any:
         return blocks[index] if blocks is not None and 0 <= index < len(blocks) else None
 
-    # A default computed from another field (min_tokens from max_tokens) is not computed when that
-    # field is invalid; pydantic reports this as an error of its own, which only echoes the first.
-    errors = [err for err in exc.errors(include_url=False) if err.get("type") != "default_factory_not_called"]
-    return join_problems([_problem(err, block_at) for err in errors])
+    return describe_validation_error(exc, lambda err: _problem(err, block_at))
 
 
 def describe_block_error(exc: ValidationError, index: int, block: Any) -> str:

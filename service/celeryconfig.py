@@ -14,7 +14,7 @@ from kombu import Queue
 
 from config.settings import Settings
 from service.keys import TASK_NAME
-from service.redis_client import SENTINEL_SCHEME
+from service.redis_client import CONNECT_TIMEOUT_S, REPLY_TIMEOUT_S, SENTINEL_OPTIONS, SENTINEL_SCHEME
 
 JSON_ONLY = ["json"]
 _CERT_REQS = {"required": ssl.CERT_REQUIRED, "optional": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}
@@ -44,7 +44,8 @@ def _lease_options(settings: Settings) -> dict[str, Any]:
 # for ever, with no log line (seen once in the fault suite's Sentinel failover: the restore at
 # channel close never returned). With a timeout the read fails, the consumer reconnects and the
 # messages it held are put back. kombu's BRPOP waits 1 s (``brpop_timeout``), far below it.
-BROKER_SOCKET_OPTIONS: dict[str, Any] = {"socket_timeout": 30, "socket_connect_timeout": 5,
+BROKER_SOCKET_OPTIONS: dict[str, Any] = {"socket_timeout": REPLY_TIMEOUT_S,
+                                         "socket_connect_timeout": CONNECT_TIMEOUT_S,
                                          "socket_keepalive": True}
 
 
@@ -64,7 +65,7 @@ def _transport_options(settings: Settings, url: str) -> dict[str, Any]:
         options["global_keyprefix"] = settings.celery_key_prefix
     if url.startswith(SENTINEL_SCHEME):
         options["master_name"] = settings.sentinel_master
-        options["sentinel_kwargs"] = {"socket_connect_timeout": 2, "socket_timeout": 2}
+        options["sentinel_kwargs"] = dict(SENTINEL_OPTIONS)
     return options
 
 

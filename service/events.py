@@ -36,13 +36,10 @@ import redis.exceptions
 
 from config.settings import Settings
 from service.keys import events_key
-from service.redis_client import redis_client
+from service.redis_client import MAX_BLOCK_S, redis_client
 
 logger = logging.getLogger(__name__)
 
-# The store's clients time reads out after 30 s (service.redis_client): a block stays under it,
-# so a long wait is a few blocking reads, never mistaken for a dead server.
-MAX_BLOCK_S = 20.0
 EMPTY_STREAM_ID = "0-0"
 
 

@@ -19,13 +19,27 @@ import redis.asyncio
 import redis.asyncio.sentinel
 import redis.exceptions
 from kombu.exceptions import OperationalError
-from kombu.utils.url import maybe_sanitize_url
 from redis.sentinel import Sentinel
 
-from config.settings import Settings
+from config.settings import Settings, masked_url
 
 SENTINEL_SCHEME = "sentinel://"
 DEFAULT_SENTINEL_PORT = 26379
+
+# Every Redis connection's timeouts, the broker's included (service.celeryconfig): seconds to
+# connect and to wait for each reply. A reply that never comes (a master mid-failover, a peer
+# gone without a FIN) then fails the read instead of blocking for ever.
+CONNECT_TIMEOUT_S = 5
+REPLY_TIMEOUT_S = 30
+# What a Sentinel is given to answer which host is the master: it answers at once or is away.
+SENTINEL_TIMEOUT_S = 2
+SENTINEL_OPTIONS: dict[str, Any] = {"socket_connect_timeout": SENTINEL_TIMEOUT_S,
+                                    "socket_timeout": SENTINEL_TIMEOUT_S}
+# The longest a blocking read (XREAD BLOCK on the completion stream) asks the server to wait:
+# under the reply timeout by construction, so a long wait is a few blocking reads, never
+# mistaken for a dead server.
+MAX_BLOCK_S = REPLY_TIMEOUT_S * 2 / 3
+HEALTH_CHECK_INTERVAL_S = 30
 
 # Waited out, then retried: the server is away, starting (LOADING), demoted after a failover
 # (READONLY), resharding (TRYAGAIN) or full under noeviction (OOM). ConnectionError covers
@@ -56,15 +70,14 @@ def is_out_of_memory(exc: BaseException) -> bool:
     return False
 
 
-def masked(url: str) -> str:
-    """``url`` with any password replaced by ``**`` (each part of a sentinel list)."""
-    return ";".join(maybe_sanitize_url(part) for part in url.split(";"))
+# The settings' masker, under the name worker/ still imports.
+masked = masked_url
 
 
-def _client_options(settings: Settings, timeout: float | None = None) -> dict[str, Any]:
-    if timeout is not None:
-        return {"socket_connect_timeout": timeout, "socket_timeout": timeout, "health_check_interval": 30}
-    return {"socket_connect_timeout": 5, "socket_timeout": 30, "health_check_interval": 30}
+def _client_options(timeout: float | None = None) -> dict[str, Any]:
+    return {"socket_connect_timeout": CONNECT_TIMEOUT_S if timeout is None else timeout,
+            "socket_timeout": REPLY_TIMEOUT_S if timeout is None else timeout,
+            "health_check_interval": HEALTH_CHECK_INTERVAL_S}
 
 
 def sentinel_hosts(url: str) -> tuple[list[tuple[str, int]], str | None, int]:
@@ -74,7 +87,7 @@ def sentinel_hosts(url: str) -> tuple[list[tuple[str, int]], str | None, int]:
     for part in url.split(";"):
         parsed = urlsplit(part.strip())
         if not parsed.hostname:
-            raise ValueError(f"sentinel URL without a host: {masked(part)}")
+            raise ValueError(f"sentinel URL without a host: {masked_url(part)}")
         hosts.append((parsed.hostname, parsed.port or DEFAULT_SENTINEL_PORT))
         password = unquote(parsed.password) if parsed.password else password
         db = int(parsed.path.strip("/") or db)
@@ -83,13 +96,13 @@ def sentinel_hosts(url: str) -> tuple[list[tuple[str, int]], str | None, int]:
 
 def _client(url: str, settings: Settings, client_class: Any, sentinel_class: Any,
             timeout: float | None = None) -> Any:
-    options = _client_options(settings, timeout)
+    options = _client_options(timeout)
     if url.startswith(SENTINEL_SCHEME):
         hosts, password, db = sentinel_hosts(url)
         master_options = dict(options)
         if settings.sentinel_tls:
             master_options.update(ssl=True, ssl_cert_reqs=settings.redis_ssl_cert_reqs)
-        sentinel = sentinel_class(hosts, sentinel_kwargs={"socket_connect_timeout": 2, "socket_timeout": 2},
+        sentinel = sentinel_class(hosts, sentinel_kwargs=SENTINEL_OPTIONS,
                                   password=password, db=db, **master_options)
         return sentinel.master_for(settings.sentinel_master)
     if url.startswith("rediss://"):
@@ -100,7 +113,8 @@ def _client(url: str, settings: Settings, client_class: Any, sentinel_class: Any
 def redis_client(url: str, settings: Settings, *, timeout: float | None = None) -> redis.Redis:
     """A client for ``url``: plain, TLS, unix socket, or the current master behind Sentinel.
 
-    ``timeout``: seconds for connecting and for each reply (default 5 and 30), for callers that
+    ``timeout``: seconds for connecting and for each reply (default :data:`CONNECT_TIMEOUT_S` and
+    :data:`REPLY_TIMEOUT_S`), for callers that
     must give up sooner (the lease renewal of worker/lease.py).
     """
     return _client(url, settings, redis.Redis, Sentinel, timeout)

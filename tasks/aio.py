@@ -36,11 +36,11 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, TypeVar
 
-from config.settings import Settings
+from config.settings import Settings, masked_url
 from schemas import ChunkResult
 from service.events import EMPTY_STREAM_ID, MAX_BLOCK_S, block_ms, entry_document_id
 from service.keys import celery_task_meta_key, events_key, job_key, result_key
-from service.redis_client import async_redis_client, masked
+from service.redis_client import async_redis_client
 from service.retry import Waits, async_call_with_retry, is_transient
 from service.store import decode_record
 from tasks.client import (
@@ -53,6 +53,7 @@ from tasks.client import (
     final_result,
     not_final,
     status_from_store,
+    task_view,
 )
 from tasks.errors import BrokerUnavailable
 
@@ -62,24 +63,20 @@ DEFAULT_PUBLISH_THREADS = 8
 CANCEL_AGAIN_S = 0.1
 
 
-def task_view(document_id: str, task_id: str, queue: str | None, meta: bytes | None) -> dict[str, Any]:
-    """The status view of a task from Celery's result-backend value (None: PENDING), as
-    :meth:`tasks.client.Producer.status` builds it from ``AsyncResult``."""
-    view = {"document_id": document_id, "task_id": task_id, "queue": queue, "state": "PENDING",
-            "progress": None, "error": None}
+def task_view_from_meta(document_id: str, task_id: str, queue: str | None,
+                        meta: bytes | None) -> dict[str, Any]:
+    """:func:`tasks.client.task_view` from Celery's result-backend value (None: PENDING)."""
     if meta is None:
-        return view
-    state = json.loads(meta)
-    view["state"] = state.get("status", "PENDING")
-    result = state.get("result")
-    if view["state"] == "PROGRESS" and isinstance(result, dict):
-        view["progress"] = result
-    elif view["state"] in ("FAILURE", "RETRY") and isinstance(result, dict) and "exc_type" in result:
+        return task_view(document_id, task_id, queue, "PENDING", None, None)
+    stored = json.loads(meta)
+    state, result = stored.get("status", "PENDING"), stored.get("result")
+    error = None
+    if state in ("FAILURE", "RETRY") and isinstance(result, dict) and "exc_type" in result:
         message = result.get("exc_message")
         if isinstance(message, list | tuple):
             message = " ".join(str(part) for part in message)
-        view["error"] = {"type": result["exc_type"], "message": str(message)}
-    return view
+        error = {"type": result["exc_type"], "message": str(message)}
+    return task_view(document_id, task_id, queue, state, result, error)
 
 
 class AsyncProducer:
@@ -139,7 +136,7 @@ class AsyncProducer:
         except Exception as exc:
             if is_transient(exc):
                 raise BrokerUnavailable(
-                    f"store unreachable at {masked(self.settings.result_url)} for "
+                    f"store unreachable at {masked_url(self.settings.result_url)} for "
                     f"{self.settings.submit_retry_window:g} s while {what} ({type(exc).__name__}: "
                     f"{' '.join(str(exc).split())})") from None
             raise
@@ -170,7 +167,7 @@ class AsyncProducer:
         assert task_id is not None
         meta_key = celery_task_meta_key(self.settings.celery_key_prefix, task_id)
         meta = await self._call(f"reading the state of {document_id}", lambda: self.client.get(meta_key))
-        return after_task_view(task_view(document_id, task_id, queue, meta), record, queue)
+        return after_task_view(task_view_from_meta(document_id, task_id, queue, meta), record, queue)
 
     async def wait(self, job: str | JobHandle, timeout: float = 300.0) -> dict[str, Any]:
         """:meth:`tasks.client.Producer.wait`: register with the shared stream reader, check the

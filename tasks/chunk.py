@@ -40,7 +40,7 @@ from celery.worker.request import Request
 from config.settings import Settings
 from longparser import chunk_blocks, chunk_request
 from schemas import ChunkRequest, ChunkResult, InputError
-from schemas.config import BUILTIN_COUNTERS, is_path_like
+from schemas.config import BUILTIN_COUNTERS, is_tokenizer_name
 from service.keys import TASK_NAME, is_valid_document_id
 from service.payloads import (
     CorruptPayload,
@@ -105,7 +105,7 @@ def check_tokenizers(request: ChunkRequest, settings: Settings) -> None:
     for field, reference in (("token_counter", config.token_counter), ("fit", config.fit)):
         if reference is None or reference in BUILTIN_COUNTERS or reference in settings.tokenizers:
             continue
-        if is_path_like(reference):
+        if not is_tokenizer_name(reference):  # anything not name-shaped is a path
             raise RequestRefused(f"{field} {reference!r} is a path: workers never open a path a request "
                                  f"names; name a tokenizer LONGPARSER_TOKENIZERS declares ({declared})")
         raise RequestRefused(f"{field} {reference!r} is not a tokenizer this worker declares "
@@ -127,11 +127,11 @@ def _raw_block_count(payload: Any) -> int:
     return len(blocks) if isinstance(blocks, list) else 0
 
 
-def _write(context: WorkerContext, what: str, write: Callable[[], T]) -> T:
-    """One store call (a write, or the read of a referenced request), waiting out transient
-    errors for the store retry window."""
+def _store_call(context: WorkerContext, what: str, call: Callable[[], T]) -> T:
+    """One store call (a write, or a read: a referenced request, a record, the start count),
+    waiting out transient errors for the store retry window."""
     try:
-        return call_with_retry(write, window=context.settings.store_retry_window, what=what,
+        return call_with_retry(call, window=context.settings.store_retry_window, what=what,
                                waits=context.waits)
     except Exception as exc:
         if is_transient(exc):
@@ -151,7 +151,7 @@ def _store_failure(context: WorkerContext, document_id: str | None, task_id: str
         return
     logger.info("document %s refused (task %s): %s: %s", document_id, task_id, type(error).__name__, error)
     record = failure_record(document_id, task_id, type(error).__name__, str(error))
-    _write(context, f"storing the failure of {document_id}", lambda: context.store.save_record(record))
+    _store_call(context, f"storing the failure of {document_id}", lambda: context.store.save_record(record))
 
 
 def _forget_starts(context: WorkerContext, task_id: str | None) -> None:
@@ -181,7 +181,7 @@ def _count_start(context: WorkerContext, task_id: str | None) -> None:
     limit = context.settings.max_starts
     if not limit or task_id is None:
         return
-    starts = _write(context, f"counting the start of task {task_id}",
+    starts = _store_call(context, f"counting the start of task {task_id}",
                     lambda: context.store.count_start(task_id))
     if starts >= limit:
         raise PoisonMessage(f"task {task_id} was started {starts} times without storing a record (the "
@@ -228,7 +228,7 @@ def _reference_of(payload: dict[str, Any], settings: Settings) -> Reference:
 def _read_referenced(document_id: str, reference: Reference, context: WorkerContext) -> bytes:
     """A request sent by reference: its JSON, read and checked (size, digest)."""
     try:
-        return _write(context, f"reading the request of {document_id}",
+        return _store_call(context, f"reading the request of {document_id}",
                       lambda: _payloads(context).get(reference))
     except MissingPayload as exc:
         raise ReferenceMissing(str(exc)) from None
@@ -257,7 +257,7 @@ def _chunk_referenced(request: ChunkRequest, blocks: list[Any], context: WorkerC
 
 def _stored_same_request(context: WorkerContext, document_id: str, reference: Reference) -> dict | None:
     """The SUCCESS record of this very request (same digest), when one is stored."""
-    record = _write(context, f"reading the record of {document_id}",
+    record = _store_call(context, f"reading the record of {document_id}",
                     lambda: context.store.load_record(document_id))
     if record and record.get("status") == "SUCCESS" and record.get("request_sha256") == reference.sha256:
         return record
@@ -359,7 +359,7 @@ def run_chunk_job(
     chunk_ids = [chunk.chunk_id for chunk in result.chunks]
     result_json = ChunkResult.__pydantic_serializer__.to_json(result)
     del result
-    key = _write(context, f"storing {request.document_id}",
+    key = _store_call(context, f"storing {request.document_id}",
                  lambda: context.store.save_success(request.document_id, task_id, result_json, chunk_ids,
                                                     request_sha256=reference.sha256 if reference else None))
     _forget_reference(context, owned, request.document_id)

@@ -59,7 +59,7 @@ from typing import Any, TypeVar
 
 from celery import Celery
 
-from config.settings import Settings, get_settings
+from config.settings import Settings, get_settings, masked_url
 from schemas import ChunkRequest, ChunkResult, InputError
 from schemas.config import config_warnings
 from schemas.inputs import DoclingConverter, TextConverter, parse_config, parse_input
@@ -67,7 +67,7 @@ from service.celeryconfig import celery_config
 from service.events import block_ms, entry_document_id, last_event_id
 from service.keys import TASK_NAME, is_valid_document_id, result_key
 from service.payloads import RedisPayloads
-from service.redis_client import is_out_of_memory, masked
+from service.redis_client import is_out_of_memory
 from service.retry import Waits, call_with_retry, is_transient
 from service.store import ResultStore
 from tasks.errors import BrokerUnavailable, JobFailed, JobNotFound, ResultTimeout, StoreFull
@@ -127,15 +127,31 @@ def _identify(job: str | JobHandle) -> tuple[str, JobHandle | None]:
     return document_id, job if isinstance(job, JobHandle) else None
 
 
+def job_view(document_id: str, task_id: str | None, queue: str | None, state: str, *,
+             progress: dict[str, Any] | None = None, error: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The one shape of a job's status (``status`` of both clients)."""
+    return {"document_id": document_id, "task_id": task_id, "queue": queue, "state": state,
+            "progress": progress, "error": error}
+
+
+def task_view(document_id: str, task_id: str, queue: str | None, state: str, info: Any,
+              error: dict[str, Any] | None) -> dict[str, Any]:
+    """Celery's view of a task: its state, the PROGRESS meta (``{"stage", "blocks", "chunks"}``)
+    as progress, and ``error`` (``{"type", "message"}`` of a FAILURE or RETRY) otherwise. The
+    blocking client reads them from ``AsyncResult``, the asyncio one from the backend's value."""
+    if state == "PROGRESS" and isinstance(info, dict):
+        return job_view(document_id, task_id, queue, state, progress=info)
+    return job_view(document_id, task_id, queue, state, error=error)
+
+
 def _from_record(record: dict[str, Any], queue: str | None) -> dict[str, Any]:
-    return {"document_id": record["document_id"], "task_id": record.get("task_id"), "queue": queue,
-            "state": record["status"], "progress": None, "error": record.get("error")}
+    return job_view(record["document_id"], record.get("task_id"), queue, record["status"],
+                    error=record.get("error"))
 
 
 def unknown_view(document_id: str) -> dict[str, Any]:
     """The status of a document with no submission and no stored result."""
-    return {"document_id": document_id, "task_id": None, "queue": None, "state": "UNKNOWN",
-            "progress": None, "error": None}
+    return job_view(document_id, None, None, "UNKNOWN")
 
 
 def status_from_store(document_id: str, handle: JobHandle | None, entry: dict[str, Any] | None,
@@ -233,11 +249,11 @@ class Producer:
                                    waits=self.waits, retry_on=_retry_on)
         except Exception as exc:
             if is_out_of_memory(exc):
-                raise StoreFull(f"Redis at {masked(self.settings.broker_url)} is full (OOM under noeviction) "
-                                f"while {what}; wait for workers to drain the queue or raise maxmemory"
-                                ) from None
+                raise StoreFull(f"Redis at {masked_url(self.settings.broker_url)} is full (OOM under "
+                                f"noeviction) while {what}; wait for workers to drain the queue or raise "
+                                "maxmemory") from None
             if is_transient(exc):
-                urls = {masked(self.settings.broker_url), masked(self.settings.result_url)}
+                urls = {masked_url(self.settings.broker_url), masked_url(self.settings.result_url)}
                 raise BrokerUnavailable(
                     f"broker/store unreachable at {', '.join(sorted(urls))} for "
                     f"{self.settings.submit_retry_window:g} s while {what} ({type(exc).__name__}: "
@@ -324,13 +340,10 @@ class Producer:
         async_result = self.app.AsyncResult(task_id)
         state, info = self._call(f"reading the state of {document_id}",
                                  lambda: (async_result.state, async_result.info))
-        view = {"document_id": document_id, "task_id": task_id, "queue": queue, "state": state,
-                "progress": None, "error": None}
-        if state == "PROGRESS" and isinstance(info, dict):
-            view["progress"] = info
-        elif isinstance(info, BaseException):  # FAILURE / RETRY carry the exception
-            view["error"] = {"type": type(info).__name__, "message": str(info)}
-        return view
+        error = None
+        if isinstance(info, BaseException):  # FAILURE / RETRY carry the exception
+            error = {"type": type(info).__name__, "message": str(info)}
+        return task_view(document_id, task_id, queue, state, info, error)
 
     def status(self, job: str | JobHandle) -> dict[str, Any]:
         """Where a document's latest job stands.
@@ -394,11 +407,8 @@ class Producer:
         return self.store.client.xread({self.store.events_key: after}, count=EVENT_BATCH,
                                        block=block_ms(remaining))
 
-    def get_result(self, job: str | JobHandle, *, timeout: float = 300.0,
-                   poll_interval: float | None = None) -> ChunkResult:
+    def get_result(self, job: str | JobHandle, *, timeout: float = 300.0) -> ChunkResult:
         """Wait for a document's result (:meth:`wait`: blocking on the completion stream).
-
-        ``poll_interval`` is ignored (kept so that callers written for the polling client work).
 
         Raises:
             JobFailed: the task failed (``error_type``, ``message``).
@@ -448,7 +458,7 @@ def wait(job: str | JobHandle, timeout: float = 300.0, *, settings: Settings | N
     return _run(settings, producer, lambda p: p.wait(job, timeout))
 
 
-def get_result(job: str | JobHandle, *, timeout: float = 300.0, poll_interval: float | None = None,
-               settings: Settings | None = None, producer: Producer | None = None) -> ChunkResult:
+def get_result(job: str | JobHandle, *, timeout: float = 300.0, settings: Settings | None = None,
+               producer: Producer | None = None) -> ChunkResult:
     """:meth:`Producer.get_result` with ``producer`` (default: one built for this call)."""
-    return _run(settings, producer, lambda p: p.get_result(job, timeout=timeout, poll_interval=poll_interval))
+    return _run(settings, producer, lambda p: p.get_result(job, timeout=timeout))

@@ -13,7 +13,7 @@ from typing import Any
 import pydantic_core
 
 from schemas import ChunkingConfig, ChunkRequest, InputError, parse_input
-from schemas.config import fit_refusal, is_path_like, known_window
+from schemas.config import fit_refusal, is_tokenizer_name, known_window
 from schemas.errors import RequestRefused
 from tasks.errors import InvalidPayload, PayloadTooLarge
 
@@ -121,7 +121,7 @@ def refuse_tokenizer_paths(request: ChunkRequest) -> None:
         InputError: ``token_counter`` or ``fit`` is path-like (one line).
     """
     for field, reference in (("token_counter", request.config.token_counter), ("fit", request.config.fit)):
-        if reference is not None and is_path_like(reference):
+        if reference is not None and not is_tokenizer_name(reference):  # not name-shaped: a path
             raise InputError(f"config.{field}: {reference!r} is a path: workers never open a path a request "
                              "names; name a tokenizer the fleet declares in LONGPARSER_TOKENIZERS")
 

@@ -17,7 +17,7 @@ import pytest
 from config.settings import Settings
 from longparser.resources import Resources
 from service.store import ResultStore
-from tasks.aio import AsyncProducer, task_view
+from tasks.aio import AsyncProducer, task_view_from_meta
 from tasks.chunk import run_chunk_job
 from tasks.client import JobHandle, Producer
 from tasks.errors import JobFailed, ResultTimeout
@@ -159,12 +159,13 @@ def test_many_concurrent_waits_share_one_blocking_read(lp_settings: Settings) ->
 
 
 def test_task_view_reads_celerys_backend_value() -> None:
-    assert task_view("d", "t", "q", None)["state"] == "PENDING"
+    assert task_view_from_meta("d", "t", "q", None)["state"] == "PENDING"
     progress = json.dumps({"status": "PROGRESS", "result": {"stage": "chunking", "blocks": 5, "chunks": 0}})
-    assert task_view("d", "t", "q", progress.encode())["progress"]["stage"] == "chunking"
+    assert task_view_from_meta("d", "t", "q", progress.encode())["progress"]["stage"] == "chunking"
     failed = json.dumps({"status": "FAILURE",
                          "result": {"exc_type": "InvalidPayload", "exc_message": ["bad"]}})
-    assert task_view("d", "t", "q", failed.encode())["error"] == {"type": "InvalidPayload", "message": "bad"}
+    assert task_view_from_meta("d", "t", "q", failed.encode())["error"] == {"type": "InvalidPayload",
+                                                                          "message": "bad"}
 
 
 def test_close_after_a_wait_that_found_its_record_returns_at_once(lp_settings: Settings) -> None:

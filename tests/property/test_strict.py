@@ -24,8 +24,9 @@ from hypothesis import strategies as st
 from loaders.tokenizer import load_model_counter
 from longparser import chunk_blocks
 from longparser.resources import Resources
-from longparser.tokens import ESTIMATE, CallableCounter, TokenCounter, count
+from longparser.tokens import ESTIMATE, TokenCounter, count
 from schemas import ChunkResult
+from tests.counters import CallableCounter
 from tests.property.strategies import block_streams, configs
 from tests.property.test_invariants import (
     PROPERTY_SETTINGS,

@@ -38,7 +38,7 @@ class BagOfWords:
 
 @pytest.fixture(scope="module")
 def tokens():
-    return bench.ModelTokens(load_model_counter().tokenizer)
+    return bench.ModelTokens(load_model_counter().tokens.tokenizer)
 
 
 def test_the_readme_shows_the_recommended_config():

@@ -12,8 +12,8 @@ import pytest
 from longparser.boxes import keep_box, merged_boxes
 from longparser.prepare import Rec
 from longparser.resources import Resources
-from longparser.tokens import CallableCounter
 from schemas import Chunk
+from tests.counters import CallableCounter
 from tests.unit.engine_helpers import run_engine, table_dict, words
 
 STRICT = {"strict_max_tokens": True}

@@ -35,7 +35,7 @@ from loaders.windows import WINDOW_OVERLAP, TextWindows, cut_points, embed_in_wi
 from schemas.config import MODEL_WINDOW
 
 ROOM = MODEL_WINDOW - 2  # [CLS] and [SEP]
-TOKENIZER = load_model_counter().tokenizer
+TOKENIZER = load_model_counter().tokens.tokenizer
 
 
 def _count(text: str) -> int:

@@ -13,14 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import loaders.tokenizer as tokenizer_module
+import loaders.tokenizers as tokenizers_module
 from loaders.tokenizer import load_model_counter
 
 COUNTER = load_model_counter()
 
 
 def _encoded(text: str) -> int:
-    return len(COUNTER.tokenizer.encode(text, add_special_tokens=False).ids)
+    return len(COUNTER.tokens.tokenizer.encode(text, add_special_tokens=False).ids)
 
 
 TRICKY = (
@@ -53,7 +53,7 @@ def test_texts_joined_by_whitespace_count_the_sum_of_their_parts(parts: list[str
 
 def test_the_word_memo_starts_again_at_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     counter = load_model_counter()
-    monkeypatch.setattr(tokenizer_module, "MEMO_LIMIT", 3)
+    monkeypatch.setattr(tokenizers_module, "MEMO_LIMIT", 3)
     text = "one two three four five one"
     assert counter.measure([text]) == [_encoded(text)]
     assert len(counter.words) <= 3
@@ -63,3 +63,8 @@ def test_the_tokenizer_files_own_truncation_and_padding_are_undone() -> None:
     long_text = " ".join(["word"] * 300)
     assert COUNTER.measure([long_text]) == [300]
     assert _encoded(long_text) == 300
+
+
+def test_the_tokenizers_own_tokens_in_a_text_count_as_its_encode_counts_them() -> None:
+    texts = ["[CLS] x", "a[SEP]b", "[MASK]ed [PAD]"]
+    assert COUNTER.measure(texts) == [_encoded(text) for text in texts]

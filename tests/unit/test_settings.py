@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from config.settings import Settings, SettingsError, get_settings
+from config.settings import Settings, SettingsError, get_settings, masked_url
 from service.celeryconfig import celery_config
 
 ENV_EXAMPLE = Path(__file__).resolve().parents[2] / "config" / ".env.example"
@@ -213,7 +213,7 @@ def test_sentinel_urls_carry_the_master_name_everywhere() -> None:
 def test_sentinel_store_client_finds_the_master_by_name() -> None:
     from redis.sentinel import SentinelConnectionPool
 
-    from service.redis_client import masked, redis_client, sentinel_hosts
+    from service.redis_client import redis_client, sentinel_hosts
 
     url = "sentinel://:p%40ss@10.0.0.1:26379/3;sentinel://10.0.0.2:26380"
     assert sentinel_hosts(url) == ([("10.0.0.1", 26379), ("10.0.0.2", 26380)], "p@ss", 3)
@@ -223,7 +223,8 @@ def test_sentinel_store_client_finds_the_master_by_name() -> None:
     assert pool.service_name == "lp-master"
     assert pool.connection_kwargs["password"] == "p@ss"
     assert pool.connection_kwargs["db"] == 3
-    assert masked(url) == "sentinel://:**@10.0.0.1:26379/3;sentinel://10.0.0.2:26380/"
+    assert masked_url(url) == "sentinel://:**@10.0.0.1:26379/3;sentinel://10.0.0.2:26380"
+    assert masked_url("redis://u:pw@h/1?password=pw&db=2") == "redis://u:**@h/1?password=**&db=2"
 
 
 def test_worker_app_carries_the_config() -> None:
@@ -364,3 +365,21 @@ def test_the_event_consumers_url_defaults_to_the_result_url(monkeypatch: pytest.
     monkeypatch.setenv("LONGPARSER_EVENTS_URL", "store:6379")
     with pytest.raises(SettingsError, match=r"^events_url \(LONGPARSER_EVENTS_URL='store:6379'\): not a URL"):
         get_settings()
+
+
+def test_the_store_the_broker_and_the_blocking_reads_share_one_set_of_timeouts() -> None:
+    from service.celeryconfig import celery_config
+    from service.events import MAX_BLOCK_S
+    from service.redis_client import CONNECT_TIMEOUT_S, REPLY_TIMEOUT_S, SENTINEL_OPTIONS, redis_client
+
+    url = "redis://127.0.0.1:6399/0"
+    store = redis_client(url, Settings(broker_url=url, result_url=url)).connection_pool.connection_kwargs
+    broker = celery_config(Settings(broker_url=url, result_url=url))["broker_transport_options"]
+    expected = (REPLY_TIMEOUT_S, CONNECT_TIMEOUT_S)
+    assert (store["socket_timeout"], store["socket_connect_timeout"]) == expected
+    assert (broker["socket_timeout"], broker["socket_connect_timeout"]) == expected
+    sentinel = "sentinel://10.0.0.1:26379"
+    sentinel_settings = Settings(broker_url=sentinel, result_url=sentinel, sentinel_master="lp-master")
+    options = celery_config(sentinel_settings)["broker_transport_options"]
+    assert options["sentinel_kwargs"] == SENTINEL_OPTIONS
+    assert MAX_BLOCK_S < REPLY_TIMEOUT_S

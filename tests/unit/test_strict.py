@@ -215,6 +215,18 @@ def test_a_budget_too_small_for_one_character_is_refused():
                      Resources(model_counter=_Counter(counter)))
 
 
+def test_the_refusal_names_the_chunk_limit_that_is_max_tokens_less_the_reserve():
+    def counter(text: str) -> int:
+        return len(text) + 10
+
+    refusal = r"chunk limit 10 \(max_tokens less reserve_tokens\) leaves no room for text"
+    with pytest.raises(RequestRefused, match=refusal):
+        chunk_blocks([{"block_id": "a", "type": "paragraph", "text": "x"}],
+                     {"max_tokens": 30, "reserve_tokens": 20, "min_tokens": 0, "strict_max_tokens": True,
+                      "token_counter": "model"},
+                     Resources(model_counter=_Counter(counter)))
+
+
 class _Counter:
     """A counter from a function, not additive."""
 

@@ -12,6 +12,7 @@ import functools
 import hashlib
 import json
 import random
+import re
 import shutil
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import pytest
 
 from loaders.tokenizer import TOKENIZER_FILE, TokenizerUnavailable
 from loaders.tokenizers import (
+    OTHER_PYTHON_WHITESPACE,
     SegmentCounter,
     WholeTextCounter,
     WordCounter,
@@ -273,3 +275,11 @@ def test_declarations_say_what_a_kind_needs() -> None:
         TokenizerSpec(path="x", kind="hf", pattern="cl100k_base")
     with pytest.raises(ValueError, match="not among special_tokens"):
         TokenizerSpec(path="x", kind="tiktoken", window=8, pattern="r50k_base", add_special_tokens=["<s>"])
+
+
+def test_words_split_at_the_four_separators_only_whatever_else_python_splits_at() -> None:
+    others = "".join(c for c in map(chr, range(0x110000)) if c.isspace() and c not in " \t\n\r")
+    listed = re.compile(f"[{OTHER_PYTHON_WHITESPACE}]")
+    assert "".join(c for c in map(chr, range(0x110000)) if listed.fullmatch(c)) == others
+    for other in others:
+        assert words(f"a{other}b c") == [f"a{other}b", "c"]
