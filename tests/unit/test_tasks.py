@@ -508,7 +508,10 @@ def test_a_message_without_a_readable_document_id_is_counted_and_refused_without
             run_chunk_job(unreadable, context, task_id="t-2")
     with pytest.raises(PoisonMessage, match="task t-2 was started 3 times"):
         run_chunk_job(unreadable, context, task_id="t-2")
-    assert list(store.client.scan_iter(match=f"{store.prefix}:*")) == []  # no record, no count
+    # no record and no start count left: only the count of messages refused without a readable id
+    assert list(store.client.scan_iter(match=f"{store.prefix}:*")) == [
+        unreadable_messages_key(store.prefix).encode()]
+    assert int(store.client.get(unreadable_messages_key(store.prefix))) == 2
 
 
 def test_a_poison_message_through_celery_fails_and_is_not_retried(
