@@ -104,3 +104,25 @@ def test_the_suite_uses_a_redis_it_starts_unless_one_is_named() -> None:
     assert choose_redis(None, None) == "embedded"
     assert choose_redis("redis://cache:6379", "/usr/bin/redis-server") == "configured"
     assert f"`{TEST_REDIS_ENV}`" in README
+
+
+def _mib(value: int) -> str:
+    assert value % (1024 * 1024) == 0
+    return f"{value // (1024 * 1024)} MiB"
+
+
+def test_the_producers_page_gives_each_size_limit_its_own_default() -> None:
+    page = (ROOT / "docs" / "producers.md").read_text(encoding="utf-8")
+    default = Settings(_env_file=None)
+    rows = {row.split("|")[3].strip(): row.split("|")[2].strip() for row in page.splitlines()
+            if row.startswith("| largest ")}
+    assert rows == {"`LONGPARSER_MAX_INLINE_BYTES`": f"{_mib(default.max_inline_bytes)} of request JSON",
+                    "`LONGPARSER_MAX_PAYLOAD_BYTES`": f"{_mib(default.max_payload_bytes)} of request JSON"}
+
+
+def test_the_inputs_page_counts_the_shapes_it_lists() -> None:
+    page = (ROOT / "docs" / "inputs.md").read_text(encoding="utf-8")
+    table = page[page.index("| input | shape | document id |"):].split("\n\n")[0].splitlines()[2:]
+    words = {4: "four", 5: "five", 6: "six", 7: "seven"}
+    said = re.findall(r"\b(four|five|six|seven) shapes\b", page)
+    assert said and set(said) == {words[len(table)]}, (said, len(table))
