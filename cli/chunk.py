@@ -1,6 +1,6 @@
 """``longparser chunk``: run the engine on a local file and print (or write) the result.
 
-Usage: ``longparser chunk INPUT [-c CONFIG] [-o OUT.json] [--document-id ID] [--max-tokens N]
+Usage: ``longparser chunk INPUT [--format F] [-c CONFIG] [-o OUT.json] [--document-id ID] [--max-tokens N]
 [--min-tokens N] [--token-counter COUNTER] [--fit TOKENIZER] [--reserve-tokens N] [--strict]
 [--heading-context] [--semantic] [--summary]``.
 
@@ -8,7 +8,8 @@ Usage: ``longparser chunk INPUT [-c CONFIG] [-o OUT.json] [--document-id ID] [--
   (:func:`schemas.parse_input` accepts all three) or a docling ``DoclingDocument``, converted
   here by :mod:`loaders.docling` (docling-core, the ``[docling]`` extra); a ``.md`` /
   ``.markdown`` file is Markdown and a ``.txt`` file plain text, converted here by
-  :mod:`loaders.markdown`; ``-`` reads standard input (JSON). The document id is
+  :mod:`loaders.markdown`; ``-`` reads standard input (JSON); ``--format json|markdown|text``
+  reads INPUT as that whatever its name (:func:`format_of`). The document id is
   ``--document-id``, else the input's (a DoclingDocument's ``name``, unless it is docling's
   default ``"Document"``), else the file name's (fitted to the wire pattern:
   :func:`schemas.inputs.document_id_from_name`; ``notes.md`` -> ``notes``), else ``stdin`` for
@@ -63,6 +64,9 @@ from schemas import ChunkingConfig, ChunkRequest, ChunkResult, InputError
 from schemas.inputs import document_id_from_name, is_docling_input, parse_input
 
 EXIT_OK, EXIT_WRITE_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+# INPUT formats (``--format``); AUTO chooses by the file's extension (:func:`format_of`)
+AUTO, JSON, MARKDOWN, TEXT = "auto", "json", "markdown", "text"
+INPUT_FORMATS = (AUTO, JSON, MARKDOWN, TEXT)
 STDIN_DOCUMENT_ID = "stdin"  # ``chunk -`` of an input without an id (``submit -`` refuses instead)
 SUMMARY_WORDS = 8
 SUMMARY_CHARS = 80  # a summary line's preview: this many characters at most (one long word is cut)
@@ -121,8 +125,9 @@ def load_input(args: argparse.Namespace) -> LoadedInput:
         InputError: with a one-line message naming the file, or the block index and field.
     """
     overrides = config_overrides(args)
-    text_converter = markdown_converter(args.input)
-    data = read_text(args.input, "input") if text_converter else load_json(args.input, "input")
+    input_format = getattr(args, "format", None) or AUTO
+    text_converter = markdown_converter(args.input, input_format)
+    data = read_text(args.input, "input") if text_converter else _load_json_input(args.input, input_format)
     reports: list[Any] = []
 
     def convert(document: Any) -> list[Any]:
@@ -153,18 +158,48 @@ def _default_document_id(args: argparse.Namespace) -> str | None:
     return STDIN_DOCUMENT_ID if getattr(args, "command", "chunk") == "chunk" else None
 
 
-def markdown_converter(path: str) -> Any:
-    """The converter of a Markdown (``.md``, ``.markdown``) or plain-text (``.txt``) INPUT, by
-    its suffix (any case); None for every other file, which is read as JSON."""
-    from loaders.markdown import MARKDOWN_SUFFIXES, TEXT_SUFFIXES, blocks_from_markdown, blocks_from_text
+def format_of(path: str, input_format: str = AUTO) -> str:
+    """What INPUT is read as: ``--format`` when given, else by the file's suffix (any case):
+    ``.md``/``.markdown`` Markdown, ``.txt`` plain text, anything else - standard input too - JSON."""
+    from loaders.markdown import MARKDOWN_SUFFIXES, TEXT_SUFFIXES
 
-    suffix = Path(path).suffix.lower()
-    source = Path(path).name
-    if suffix in MARKDOWN_SUFFIXES:
+    if input_format != AUTO:
+        return input_format
+    suffix = Path(path).suffix.lower() if path != STDIN else ""
+    return MARKDOWN if suffix in MARKDOWN_SUFFIXES else TEXT if suffix in TEXT_SUFFIXES else JSON
+
+
+def format_rule() -> str:
+    """How INPUT's format is chosen, in words (for help and for the "not valid JSON" error)."""
+    from loaders.markdown import MARKDOWN_SUFFIXES, TEXT_SUFFIXES
+
+    return (f"a file is read by its extension ({', '.join(MARKDOWN_SUFFIXES)}: Markdown; "
+            f"{', '.join(TEXT_SUFFIXES)}: plain text; any other: JSON) and standard input as JSON")
+
+
+def markdown_converter(path: str, input_format: str = AUTO) -> Any:
+    """The converter of a Markdown or plain-text INPUT (:func:`format_of`); None for JSON."""
+    from loaders.markdown import blocks_from_markdown, blocks_from_text
+
+    chosen = format_of(path, input_format)
+    source = Path(path).name if path != STDIN else None
+    if chosen == MARKDOWN:
         return lambda text: blocks_from_markdown(text, source_file=source)
-    if suffix in TEXT_SUFFIXES:
+    if chosen == TEXT:
         return lambda text: blocks_from_text(text, source_file=source)
     return None
+
+
+def _load_json_input(path: str, input_format: str) -> Any:
+    """INPUT decoded as JSON; when the format was guessed, a "not valid JSON" error says how it
+    was guessed and how to read Markdown or text instead (a newcomer pipes Markdown to ``-``)."""
+    try:
+        return load_json(path, "input")
+    except InputError as exc:
+        if input_format != AUTO or ": not valid JSON: " not in str(exc):
+            raise
+        raise InputError(f"{exc}; {format_rule()}: --format markdown or --format text reads it as "
+                         "Markdown or plain text") from None
 
 
 def load_request(args: argparse.Namespace) -> ChunkRequest:

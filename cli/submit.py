@@ -1,12 +1,11 @@
 """``longparser submit`` and ``longparser result``: the producer client on the command line.
 
-* ``submit INPUT [-c CONFIG] [config flags] [--wait] [--timeout S]`` - INPUT in any shape
-  ``longparser chunk`` accepts, a DoclingDocument included (converted here, on the producer
-  side: the worker receives a ChunkRequest); the document id comes from the input, else from
-  the file name. The config flags are ``chunk``'s (``--max-tokens``, ``--min-tokens``,
-  ``--token-counter``, ``--strict``, ``--heading-context``, ``--semantic``) and win over ``-c``.
-  Prints the job handle as JSON; with ``--wait`` prints the result JSON instead, keys in the
-  schema's order. ``--wait`` does not poll: it blocks on the completion stream
+* ``submit INPUT [--format F] [-c CONFIG] [config flags] [--wait] [--timeout S]`` - INPUT in
+  any shape ``longparser chunk`` accepts (``--format`` as there), a DoclingDocument included
+  (converted here, on the producer side: the worker receives a ChunkRequest); the document id
+  comes from the input, else from the file name. The config flags are ``chunk``'s and win over
+  ``-c``. Prints the job handle as JSON; with ``--wait`` prints the result JSON instead, keys in
+  the schema's order. ``--wait`` does not poll: it blocks on the completion stream
   (:meth:`tasks.client.Producer.wait`) until the document's record is stored or ``--timeout``.
 * ``result DOCUMENT_ID`` - prints the stored result JSON (with its ``chunks``), keys in the
   schema's order, as ``chunk`` and ``submit --wait`` print them.

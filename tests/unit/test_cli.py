@@ -959,7 +959,51 @@ def test_chunk_reads_standard_input(
     code, out, err = run_cli(["chunk", "-"], capsys)
     assert (code, out) == (2, "")
     assert err == ("longparser chunk: error: input (standard input): not valid JSON: Expecting value "
-                   "(line 1, column 1)\n")
+                   "(line 1, column 1); a file is read by its extension (.md, .markdown: Markdown; .txt: "
+                   "plain text; any other: JSON) and standard input as JSON: --format markdown or --format "
+                   "text reads it as Markdown or plain text\n")
+
+
+MARKDOWN_NOTE = "# Turbines\n\nThe fleet generated power.\n\n- one\n- two\n"
+
+
+@pytest.mark.parametrize("input_format", ["markdown", "text"])
+def test_format_reads_standard_input_as_markdown_or_text(
+    input_format: str, tmp_path: Path, capsys: Any, no_resources: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    suffix = {"markdown": ".md", "text": ".txt"}[input_format]
+    (tmp_path / f"stdin{suffix}").write_text(MARKDOWN_NOTE, encoding="utf-8")
+    code, by_extension, err = run_cli(["chunk", str(tmp_path / f"stdin{suffix}")], capsys)
+    assert (code, err) == (0, "")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(MARKDOWN_NOTE))
+    code, piped, err = run_cli(["chunk", "-", "--format", input_format], capsys)
+    assert (code, err) == (0, "")
+    strip = without_timings
+    assert [c["text"] for c in strip(json.loads(piped))["chunks"]] == [
+        c["text"] for c in strip(json.loads(by_extension))["chunks"]]
+    assert json.loads(piped)["document_id"] == "stdin"
+
+
+def test_format_overrides_the_extension_and_json_refuses_markdown(
+    tmp_path: Path, capsys: Any, no_resources: Any
+) -> None:
+    rst = tmp_path / "notes.rst"
+    rst.write_text("Turbines\n========\n\nThe fleet generated power.\n", encoding="utf-8")
+    code, out, err = run_cli(["chunk", str(rst)], capsys)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"longparser chunk: error: input {rst}: not valid JSON: Expecting value (line 1, "
+                          "column 1); a file is read by its extension (.md, .markdown: Markdown; .txt:")
+    code, out, err = run_cli(["chunk", str(rst), "--format", "text"], capsys)
+    assert (code, err) == (0, "")
+    assert json.loads(out)["chunks"][0]["text"].startswith("Turbines\n========")
+    markdown = tmp_path / "notes.md"
+    markdown.write_text(MARKDOWN_NOTE, encoding="utf-8")
+    code, out, err = run_cli(["chunk", str(markdown), "--format", "json"], capsys)
+    assert (code, out) == (2, "")
+    assert err == (f"longparser chunk: error: input {markdown}: not valid JSON: Expecting value (line 1, "
+                   "column 1)\n")  # asked for JSON: no advice about guessing
 
 
 def test_chunk_of_standard_input_through_the_real_entry_point(blocks: list[dict[str, Any]]) -> None:
