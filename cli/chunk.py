@@ -52,9 +52,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
 import os
 import sys
 import tempfile
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +65,7 @@ from longparser.resources import Resources
 from schemas import ChunkingConfig, ChunkRequest, ChunkResult, InputError
 from schemas.inputs import document_id_from_name, is_docling_input, parse_input
 
+logger = logging.getLogger(__name__)
 EXIT_OK, EXIT_WRITE_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 # INPUT formats (``--format``); AUTO chooses by the file's extension (:func:`format_of`)
 AUTO, JSON, MARKDOWN, TEXT = "auto", "json", "markdown", "text"
@@ -223,6 +226,35 @@ def _settings() -> Any:
         raise InputError(f"settings (LONGPARSER_* environment / .env): {exc}") from None
 
 
+def local_tokenizer_paths(config: ChunkingConfig, declared: Collection[str]) -> ChunkingConfig:
+    """``chunk`` reads local files: a name-shaped ``token_counter`` or ``fit`` (``mytok``) that
+    ``declared`` (LONGPARSER_TOKENIZERS) does not hold but that is a file or directory here is
+    that path, written ``./mytok`` (so the result's ``stats.config`` says a path was read).
+
+    A declared name stays the declared tokenizer even where such a directory exists: it is what
+    the workers load for ``submit``, and both commands must give the same chunks; the
+    directory is then one warning away (``./mytok``). Requests to workers never open paths:
+    ``submit`` does not call this.
+    """
+    from schemas.config import BUILTIN_COUNTERS, is_path_like
+
+    updates: dict[str, str] = {}
+    for field in ("token_counter", "fit"):
+        reference = getattr(config, field)
+        if reference is None or reference in BUILTIN_COUNTERS or is_path_like(reference):
+            continue
+        if not os.path.exists(reference):
+            continue
+        if reference in declared:
+            logger.warning("%s %r is the tokenizer LONGPARSER_TOKENIZERS declares, not the %s %r here "
+                           "(%s names that one)", field, reference,
+                           "directory" if os.path.isdir(reference) else "file", reference,
+                           os.path.join(os.curdir, reference))
+            continue
+        updates[field] = os.path.join(os.curdir, reference)
+    return config.model_copy(update=updates) if updates else config
+
+
 def load_resources(config: ChunkingConfig) -> Resources:
     """The resources the settings name, narrowed to what ``config`` needs
     (:meth:`~loaders.resources.ResourceSpec.for_request`): word list and language ID (optional:
@@ -365,9 +397,10 @@ def run_chunk(args: argparse.Namespace) -> int:
     try:
         loaded = load_input(args)
         request = loaded.request
-        resources = load_resources(request.config)
+        config = local_tokenizer_paths(request.config, _settings().tokenizers)
+        resources = load_resources(config)
         warn_if_empty("chunk", request)
-        result = chunk_blocks(request.blocks, request.config, resources, document_id=request.document_id)
+        result = chunk_blocks(request.blocks, config, resources, document_id=request.document_id)
     except (InputError, RequestRefused) as exc:
         _error(str(exc))
         return EXIT_BAD_INPUT

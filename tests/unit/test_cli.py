@@ -1075,6 +1075,58 @@ def test_fit_names_a_tokenizer_by_path(
         assert real_count(bpe_model_dir(), chunk["embed_text"]) <= 512 - 4
 
 
+def test_fit_of_a_bare_name_that_is_a_directory_here_reads_it(
+    tmp_path: Path, capsys: Any, quiet_settings: None, make_block: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from tests.tokenizer_builds import bpe_model_dir
+
+    shutil.copytree(bpe_model_dir(), tmp_path / "mytok")
+    path = write_json(tmp_path / "doc.json", [make_block(words(400, "turbine"), page=1)])
+    monkeypatch.chdir(tmp_path)
+
+    code, bare, err = run_cli(["chunk", str(path), "--fit", "mytok"], capsys)
+    assert (code, err) == (0, "")
+    code, dotted, err = run_cli(["chunk", str(path), "--fit", "./mytok"], capsys)
+    assert (code, err) == (0, "")
+    assert json.loads(bare)["stats"]["config"]["fit"] == "./mytok"  # the result says a path was read
+    assert without_timings(json.loads(bare)) == without_timings(json.loads(dotted))
+
+    code, out, err = run_cli(["chunk", str(path), "--token-counter", "nosuch"], capsys)  # neither
+    assert (code, out) == (2, "")
+    assert err == ("longparser chunk: error: tokenizer 'nosuch' is not declared (LONGPARSER_TOKENIZERS "
+                   "declares: none); name a path to load one\n")
+
+
+def test_a_declared_name_wins_over_a_directory_of_that_name_with_a_warning(
+    tmp_path: Path, capsys: Any, make_block: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hashlib
+    import shutil
+
+    from config.settings import Settings
+    from schemas.tokenizers import TokenizerSpec
+    from tests.tokenizer_builds import bpe_model_dir, wordpiece_st_dir
+
+    declared = wordpiece_st_dir(max_seq_length=256)
+    digest = hashlib.sha256((declared / "tokenizer.json").read_bytes()).hexdigest()
+    spec = TokenizerSpec(path=str(declared), kind="st", sha256=digest)
+    settings = Settings(word_list_path=None, language_id=False, tokenizers={"mytok": spec}, _env_file=None)
+    monkeypatch.setattr(cli_chunk, "_settings", lambda: settings)
+    shutil.copytree(bpe_model_dir(512), tmp_path / "mytok")  # another tokenizer, another window
+    path = write_json(tmp_path / "doc.json", [make_block(words(400, "turbine"), page=1)])
+    monkeypatch.chdir(tmp_path)
+
+    code, out, err = run_cli(["chunk", str(path), "--fit", "mytok"], capsys)
+
+    assert code == 0
+    assert err == ("longparser chunk: warning: fit 'mytok' is the tokenizer LONGPARSER_TOKENIZERS declares, "
+                   "not the directory 'mytok' here (./mytok names that one)\n")
+    config = json.loads(out)["stats"]["config"]
+    assert (config["fit"], config["max_tokens"]) == ("mytok", 256)  # the declared one's window
+
+
 def test_a_tokenizer_path_that_cannot_load_exits_2_in_one_line(
     blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any, quiet_settings: None
 ) -> None:
