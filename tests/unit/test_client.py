@@ -315,9 +315,36 @@ def test_cli_outage_and_full_redis_have_their_own_exit_status_and_one_line(
     fake_app.failures = [failure] * 1000
     assert _cli(["submit", _write(tmp_path, "doc.json", payload())], producer, monkeypatch) == status
     captured = capsys.readouterr()
-    [line] = captured.err.splitlines()
+    *first, line = captured.err.splitlines()
+    if status == EXIT_UNREACHABLE:  # said at the first wait, once, however many retries follow
+        assert first == ["longparser submit: Redis at redis://:**@127.0.0.1:6399/0 does not answer; retrying "
+                         "for up to 0.2 s (LONGPARSER_SUBMIT_RETRY_WINDOW)"]
+    else:
+        assert first == []  # a full Redis is not retried
     assert line.startswith(fragment), line
-    assert "pw@" not in line and captured.out == ""
+    assert "pw@" not in captured.err and captured.out == ""
+
+
+def test_cli_result_says_at_once_that_an_unreachable_store_is_retried(
+    settings: Settings, fake_app: FakeApp, capsys: pytest.CaptureFixture[str],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The store's PING, before the first call, says it: with a window too short for any retry
+    (so no retry warning could say it) the line still comes, before the last one."""
+    url = "redis://:pw@127.0.0.1:6399/0"
+    import fakeredis
+
+    server = fakeredis.FakeServer()
+    server.connected = False  # every command raises ConnectionError, as a Redis that is down
+    down = ResultStore(fakeredis.FakeRedis(server=server), "lp-test", 60)
+    producer = Producer(settings.model_copy(update={"broker_url": url, "result_url": url,  # noqa: F811
+                                                    "submit_retry_window": 1e-9}), app=fake_app, store=down)
+    assert _cli(["result", "doc-1"], producer, monkeypatch) == EXIT_UNREACHABLE
+    assert producer.waits.count == 0  # no retry, so no retry warning
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == ("longparser result: Redis at redis://:**@127.0.0.1:6399/0 does not answer; retrying "
+                        "for up to 1e-09 s (LONGPARSER_SUBMIT_RETRY_WINDOW)")
+    assert len(lines) == 2 and lines[1].startswith("longparser result: error: broker/store unreachable at ")
 
 
 def _run_cli(argv: list[str], env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
