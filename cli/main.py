@@ -12,7 +12,7 @@ Subcommands:
   benchmark (docs/retrieval-benchmark.md);
 * ``submit INPUT [--format F] [-c CONFIG] [--document-id ID] [config flags] [--wait]`` - enqueue on the
   worker fleet;
-* ``result DOCUMENT_ID`` - fetch a stored result;
+* ``result DOCUMENT_ID [--diff]`` - fetch a stored result (or its chunk-id diff);
 * ``metrics [--queue Q] [--port N] [--bind ADDR]`` - each queue's depth and the messages workers
   hold, as Prometheus text (printed once, or served at ``/metrics``).
 
@@ -256,6 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
     result.add_argument("document_id", metavar="DOCUMENT_ID",
                         help="the document id submit printed (--document-id, else the input's, else its file "
                              "name)")
+    result.add_argument("--diff", action="store_true",
+                        help="print the chunk ids added, removed and unchanged against the document's "
+                             "previous result (docs/reingestion.md) instead of the result; null when none")
 
     metrics = sub.add_parser(
         "metrics", help="queue depths and held messages as Prometheus text (docs/operations.md, Autoscaling)",

@@ -7,8 +7,11 @@
   ``-c``. Prints the job handle as JSON; with ``--wait`` prints the result JSON instead, keys in
   the schema's order. ``--wait`` does not poll: it blocks on the completion stream
   (:meth:`tasks.client.Producer.wait`) until the document's record is stored or ``--timeout``.
-* ``result DOCUMENT_ID`` - prints the stored result JSON (with its ``chunks``), keys in the
-  schema's order, as ``chunk`` and ``submit --wait`` print them.
+* ``result DOCUMENT_ID [--diff]`` - prints the stored result JSON (with its ``chunks``), keys in
+  the schema's order, as ``chunk`` and ``submit --wait`` print them; with ``--diff``, the
+  record's chunk-id diff against the document's previous result instead
+  (``{"previous_task_id", "added", "removed", "unchanged"}``, ``null`` when there is none;
+  docs/reingestion.md).
 
 Exit status: 0 success; 1 pending, failed, unknown or timed out; 2 bad input or settings;
 3 broker/store unreachable for the whole ``LONGPARSER_SUBMIT_RETRY_WINDOW`` (at its first
@@ -184,6 +187,12 @@ def run_result(args: argparse.Namespace) -> int:
         notice.probe()
         view = producer.status(document_id)
         record = producer.fetch_record(document_id) if view["state"] == "SUCCESS" else None
+        if view["state"] == "SUCCESS" and record is not None and args.diff:
+            _print_json(record.get("diff"))
+            if record.get("diff") is None:
+                _say("result", f"document {document_id} has no earlier result to compare with (first stored, "
+                               "or the earlier one expired): diff null")
+            return EXIT_OK
         if view["state"] == "SUCCESS" and record is not None and record.get("result") is not None:
             # Through the schema: its field order, whatever order the record was stored in.
             _print_json(ChunkResult.model_validate(record["result"]).model_dump(mode="json"))

@@ -223,6 +223,37 @@ def test_cli_submit_wait_and_result_print_in_schema_order(
     assert [chunk["block_ids"] for chunk in printed["chunks"]] == [["h1", "p1", "p2"]]
 
 
+def test_cli_result_diff_prints_the_chunk_ids_that_changed(
+    running_producer: Producer, tmp_path: Path, capsys: pytest.CaptureFixture[str],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def section(title: str, text: str) -> list[dict[str, Any]]:
+        return [{"block_id": f"{title}-h", "type": "heading", "text": title, "heading_level": 1,
+                 "hierarchy_path": [title]},
+                {"block_id": f"{title}-p", "type": "paragraph", "text": text, "hierarchy_path": [title]}]
+
+    first = {"document_id": "doc-d",
+             "blocks": section("One", "alpha " * 200) + section("Two", "beta " * 200)}
+    assert _cli(["submit", _write(tmp_path, "v1.json", first), "--wait"], running_producer, monkeypatch) == 0
+    old_ids = [chunk["chunk_id"] for chunk in json.loads(capsys.readouterr().out)["chunks"]]
+    assert _cli(["result", "doc-d", "--diff"], running_producer, monkeypatch) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) is None  # the first result: nothing to compare with
+    assert captured.err == ("longparser result: document doc-d has no earlier result to compare with (first "
+                            "stored, or the earlier one expired): diff null\n")
+
+    second = {"document_id": "doc-d",
+              "blocks": section("One", "alpha " * 200) + section("Two", "gamma " * 200)}
+    assert _cli(["submit", _write(tmp_path, "v2.json", second), "--wait"], running_producer, monkeypatch) == 0
+    new_ids = [chunk["chunk_id"] for chunk in json.loads(capsys.readouterr().out)["chunks"]]
+    assert _cli(["result", "doc-d", "--diff"], running_producer, monkeypatch) == 0
+    captured = capsys.readouterr()
+    diff = json.loads(captured.out)
+    assert captured.err == "" and len(old_ids) == len(new_ids) == 2
+    assert (diff["unchanged"], diff["removed"], diff["added"]) == ([old_ids[0]], [old_ids[1]], [new_ids[1]])
+    assert set(diff) == {"previous_task_id", "added", "removed", "unchanged"}
+
+
 def test_cli_result_hides_a_compressed_record(
     settings: Settings, store: ResultStore, eager: list, tmp_path: Path,  # noqa: F811
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
