@@ -32,8 +32,10 @@ model`` without the tokenizer, ``--semantic`` without the model), with one line 
 traceback; 1 the output file could not be written.
 
 Warnings go to stderr, one line each (``longparser chunk: warning: ...``; :mod:`cli.main` sets
-that up for the loaders' and the engine's log records): a missing optional resource (word
-list, language ID), an input without blocks (0 chunks). Semantic mode and the model's token
+that up for the loaders' and the engine's log records): a missing optional resource (a word
+list LONGPARSER_WORD_LIST_PATH names, the language ID; a missing *default* word list is said
+only in ``--summary``'s header: :func:`missing_default_word_list`), an input without blocks
+(0 chunks). Semantic mode and the model's token
 counter are different: the user asked for them by name, so a missing model or tokenizer is an
 error (exit 2, the message says what to install), never a silent fall-back - as a semantic
 worker refuses to start without its model. The library keeps the fall-back (``chunk_blocks``

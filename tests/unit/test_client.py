@@ -232,24 +232,24 @@ def test_cli_result_diff_prints_the_chunk_ids_that_changed(
                  "hierarchy_path": [title]},
                 {"block_id": f"{title}-p", "type": "paragraph", "text": text, "hierarchy_path": [title]}]
 
-    first = {"document_id": "doc-d",
-             "blocks": section("One", "alpha " * 200) + section("Two", "beta " * 200)}
-    assert _cli(["submit", _write(tmp_path, "v1.json", first), "--wait"], running_producer, monkeypatch) == 0
-    old_ids = [chunk["chunk_id"] for chunk in json.loads(capsys.readouterr().out)["chunks"]]
-    assert _cli(["result", "doc-d", "--diff"], running_producer, monkeypatch) == 0
-    captured = capsys.readouterr()
-    assert json.loads(captured.out) is None  # the first result: nothing to compare with
-    assert captured.err == ("longparser result: document doc-d has no earlier result to compare with (first "
-                            "stored, or the earlier one expired): diff null\n")
+    def submit_then_diff(second_word: str) -> tuple[list[str], Any, str]:
+        """Store a version whose second section repeats ``second_word``: its chunk ids, then
+        what ``result --diff`` prints (decoded) and says on stderr."""
+        document = {"document_id": "doc-d",
+                    "blocks": section("One", "alpha " * 200) + section("Two", f"{second_word} " * 200)}
+        path = _write(tmp_path, f"{second_word}.json", document)
+        assert _cli(["submit", path, "--wait"], running_producer, monkeypatch) == 0
+        ids = [chunk["chunk_id"] for chunk in json.loads(capsys.readouterr().out)["chunks"]]
+        assert _cli(["result", "doc-d", "--diff"], running_producer, monkeypatch) == 0
+        captured = capsys.readouterr()
+        return ids, json.loads(captured.out), captured.err
 
-    second = {"document_id": "doc-d",
-              "blocks": section("One", "alpha " * 200) + section("Two", "gamma " * 200)}
-    assert _cli(["submit", _write(tmp_path, "v2.json", second), "--wait"], running_producer, monkeypatch) == 0
-    new_ids = [chunk["chunk_id"] for chunk in json.loads(capsys.readouterr().out)["chunks"]]
-    assert _cli(["result", "doc-d", "--diff"], running_producer, monkeypatch) == 0
-    captured = capsys.readouterr()
-    diff = json.loads(captured.out)
-    assert captured.err == "" and len(old_ids) == len(new_ids) == 2
+    old_ids, diff, err = submit_then_diff("beta")
+    assert diff is None  # the first result: nothing to compare with
+    assert err == ("longparser result: document doc-d has no earlier result to compare with (first stored, "
+                   "or the earlier one expired): diff null\n")
+    new_ids, diff, err = submit_then_diff("gamma")
+    assert err == "" and len(old_ids) == len(new_ids) == 2
     assert (diff["unchanged"], diff["removed"], diff["added"]) == ([old_ids[0]], [old_ids[1]], [new_ids[1]])
     assert set(diff) == {"previous_task_id", "added", "removed", "unchanged"}
 
