@@ -50,9 +50,10 @@ $(VENV)/.backends: $(VENV)/.embeddings
 	touch $@
 
 # The framework adapters' packages (LangChain, LlamaIndex: about 220 MB with their dependencies)
-# are kept out of the default suite's environment until this target asks for them.
+# are kept out of the default suite's environment until this target asks for them. They resolve
+# within constraints.txt: the packages the fleet shares with them stay at the versions CI proved.
 $(VENV)/.adapters: $(VENV)/.dev
-	$(PIP) install -q -e '.[dev,langchain,llamaindex]'
+	$(PIP_INSTALL) -e '.[dev,langchain,llamaindex]'
 	touch $@
 
 # Starts a structural worker, submits the sample, prints the chunk summary, stops the worker.
@@ -89,7 +90,8 @@ test-real: $(VENV)/.backends
 		--encoder-backend onnx-int8 --encoder-backend openvino
 
 # LangChain Documents and LlamaIndex nodes round-tripped through the real packages, sockets
-# refused; a missing package fails (the tests are opt-in, never skipped).
+# refused; a missing package fails (the tests are opt-in, never skipped). No Redis: the suite's
+# redis-server starts only for integration and fault tests, and the output names none here.
 test-adapters: $(VENV)/.adapters
 	$(PY) -m pytest tests/adapters --run-adapters --no-cov
 

@@ -1,6 +1,6 @@
 """``longparser chunk``: run the engine on a local file and print (or write) the result.
 
-Usage: ``longparser chunk INPUT [-c CONFIG] [-o OUT.json] [--document-id ID] [--max-tokens N]
+Usage: ``longparser chunk INPUT [--format F] [-c CONFIG] [-o OUT.json] [--document-id ID] [--max-tokens N]
 [--min-tokens N] [--token-counter COUNTER] [--fit TOKENIZER] [--reserve-tokens N] [--strict]
 [--heading-context] [--semantic] [--summary]``.
 
@@ -8,7 +8,8 @@ Usage: ``longparser chunk INPUT [-c CONFIG] [-o OUT.json] [--document-id ID] [--
   (:func:`schemas.parse_input` accepts all three) or a docling ``DoclingDocument``, converted
   here by :mod:`loaders.docling` (docling-core, the ``[docling]`` extra); a ``.md`` /
   ``.markdown`` file is Markdown and a ``.txt`` file plain text, converted here by
-  :mod:`loaders.markdown`; ``-`` reads standard input (JSON). The document id is
+  :mod:`loaders.markdown`; ``-`` reads standard input (JSON); ``--format json|markdown|text``
+  reads INPUT as that whatever its name (:func:`format_of`). The document id is
   ``--document-id``, else the input's (a DoclingDocument's ``name``, unless it is docling's
   default ``"Document"``), else the file name's (fitted to the wire pattern:
   :func:`schemas.inputs.document_id_from_name`; ``notes.md`` -> ``notes``), else ``stdin`` for
@@ -31,8 +32,10 @@ model`` without the tokenizer, ``--semantic`` without the model), with one line 
 traceback; 1 the output file could not be written.
 
 Warnings go to stderr, one line each (``longparser chunk: warning: ...``; :mod:`cli.main` sets
-that up for the loaders' and the engine's log records): a missing optional resource (word
-list, language ID), an input without blocks (0 chunks). Semantic mode and the model's token
+that up for the loaders' and the engine's log records): a missing optional resource (a word
+list LONGPARSER_WORD_LIST_PATH names, the language ID; a missing *default* word list is said
+only in ``--summary``'s header: :func:`missing_default_word_list`), an input without blocks
+(0 chunks). Semantic mode and the model's token
 counter are different: the user asked for them by name, so a missing model or tokenizer is an
 error (exit 2, the message says what to install), never a silent fall-back - as a semantic
 worker refuses to start without its model. The library keeps the fall-back (``chunk_blocks``
@@ -51,9 +54,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
 import os
 import sys
 import tempfile
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +67,11 @@ from longparser.resources import Resources
 from schemas import ChunkingConfig, ChunkRequest, ChunkResult, InputError
 from schemas.inputs import document_id_from_name, is_docling_input, parse_input
 
+logger = logging.getLogger(__name__)
 EXIT_OK, EXIT_WRITE_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+# INPUT formats (``--format``); AUTO chooses by the file's extension (:func:`format_of`)
+AUTO, JSON, MARKDOWN, TEXT = "auto", "json", "markdown", "text"
+INPUT_FORMATS = (AUTO, JSON, MARKDOWN, TEXT)
 STDIN_DOCUMENT_ID = "stdin"  # ``chunk -`` of an input without an id (``submit -`` refuses instead)
 SUMMARY_WORDS = 8
 SUMMARY_CHARS = 80  # a summary line's preview: this many characters at most (one long word is cut)
@@ -121,8 +130,9 @@ def load_input(args: argparse.Namespace) -> LoadedInput:
         InputError: with a one-line message naming the file, or the block index and field.
     """
     overrides = config_overrides(args)
-    text_converter = markdown_converter(args.input)
-    data = read_text(args.input, "input") if text_converter else load_json(args.input, "input")
+    input_format = getattr(args, "format", None) or AUTO
+    text_converter = markdown_converter(args.input, input_format)
+    data = read_text(args.input, "input") if text_converter else _load_json_input(args.input, input_format)
     reports: list[Any] = []
 
     def convert(document: Any) -> list[Any]:
@@ -153,18 +163,48 @@ def _default_document_id(args: argparse.Namespace) -> str | None:
     return STDIN_DOCUMENT_ID if getattr(args, "command", "chunk") == "chunk" else None
 
 
-def markdown_converter(path: str) -> Any:
-    """The converter of a Markdown (``.md``, ``.markdown``) or plain-text (``.txt``) INPUT, by
-    its suffix (any case); None for every other file, which is read as JSON."""
-    from loaders.markdown import MARKDOWN_SUFFIXES, TEXT_SUFFIXES, blocks_from_markdown, blocks_from_text
+def format_of(path: str, input_format: str = AUTO) -> str:
+    """What INPUT is read as: ``--format`` when given, else by the file's suffix (any case):
+    ``.md``/``.markdown`` Markdown, ``.txt`` plain text, anything else - standard input too - JSON."""
+    from loaders.markdown import MARKDOWN_SUFFIXES, TEXT_SUFFIXES
 
-    suffix = Path(path).suffix.lower()
-    source = Path(path).name
-    if suffix in MARKDOWN_SUFFIXES:
+    if input_format != AUTO:
+        return input_format
+    suffix = Path(path).suffix.lower() if path != STDIN else ""
+    return MARKDOWN if suffix in MARKDOWN_SUFFIXES else TEXT if suffix in TEXT_SUFFIXES else JSON
+
+
+def format_rule() -> str:
+    """How INPUT's format is chosen, in words (for help and for the "not valid JSON" error)."""
+    from loaders.markdown import MARKDOWN_SUFFIXES, TEXT_SUFFIXES
+
+    return (f"a file is read by its extension ({', '.join(MARKDOWN_SUFFIXES)}: Markdown; "
+            f"{', '.join(TEXT_SUFFIXES)}: plain text; any other: JSON) and standard input as JSON")
+
+
+def markdown_converter(path: str, input_format: str = AUTO) -> Any:
+    """The converter of a Markdown or plain-text INPUT (:func:`format_of`); None for JSON."""
+    from loaders.markdown import blocks_from_markdown, blocks_from_text
+
+    chosen = format_of(path, input_format)
+    source = Path(path).name if path != STDIN else None
+    if chosen == MARKDOWN:
         return lambda text: blocks_from_markdown(text, source_file=source)
-    if suffix in TEXT_SUFFIXES:
+    if chosen == TEXT:
         return lambda text: blocks_from_text(text, source_file=source)
     return None
+
+
+def _load_json_input(path: str, input_format: str) -> Any:
+    """INPUT decoded as JSON; when the format was guessed, a "not valid JSON" error says how it
+    was guessed and how to read Markdown or text instead (a newcomer pipes Markdown to ``-``)."""
+    try:
+        return load_json(path, "input")
+    except InputError as exc:
+        if input_format != AUTO or ": not valid JSON: " not in str(exc):
+            raise
+        raise InputError(f"{exc}; {format_rule()}: --format markdown or --format text reads it as "
+                         "Markdown or plain text") from None
 
 
 def load_request(args: argparse.Namespace) -> ChunkRequest:
@@ -188,6 +228,50 @@ def _settings() -> Any:
         raise InputError(f"settings (LONGPARSER_* environment / .env): {exc}") from None
 
 
+def local_tokenizer_paths(config: ChunkingConfig, declared: Collection[str]) -> ChunkingConfig:
+    """``chunk`` reads local files: a name-shaped ``token_counter`` or ``fit`` (``mytok``) that
+    ``declared`` (LONGPARSER_TOKENIZERS) does not hold but that is a file or directory here is
+    that path, written ``./mytok`` (so the result's ``stats.config`` says a path was read).
+
+    A declared name stays the declared tokenizer even where such a directory exists: it is what
+    the workers load for ``submit``, and both commands must give the same chunks; the
+    directory is then one warning away (``./mytok``). Requests to workers never open paths:
+    ``submit`` does not call this.
+    """
+    from schemas.config import BUILTIN_COUNTERS, is_path_like
+
+    updates: dict[str, str] = {}
+    for field in ("token_counter", "fit"):
+        reference = getattr(config, field)
+        if reference is None or reference in BUILTIN_COUNTERS or is_path_like(reference):
+            continue
+        if not os.path.exists(reference):
+            continue
+        if reference in declared:
+            logger.warning("%s %r is the tokenizer LONGPARSER_TOKENIZERS declares, not the %s %r here "
+                           "(%s names that one)", field, reference,
+                           "directory" if os.path.isdir(reference) else "file", reference,
+                           os.path.join(os.curdir, reference))
+            continue
+        updates[field] = os.path.join(os.curdir, reference)
+    return config.model_copy(update=updates) if updates else config
+
+
+def missing_default_word_list(settings: Any) -> str | None:
+    """The word list's path when it is only the default (LONGPARSER_WORD_LIST_PATH unset) and
+    no file is there, else None.
+
+    That is a property of the machine, not of the request: ``chunk`` leaves the word list off
+    without a warning on every run, ``--summary`` says it in its header (where the quality
+    scores show) and the result's ``stats.resources.word_list`` is false. A path set explicitly
+    is loaded as asked, and warned about when it cannot be read; an empty one turns it off.
+    """
+    path = settings.word_list_path
+    if path is None or settings.explicitly_set("word_list_path") or Path(path).is_file():
+        return None
+    return str(path)
+
+
 def load_resources(config: ChunkingConfig) -> Resources:
     """The resources the settings name, narrowed to what ``config`` needs
     (:meth:`~loaders.resources.ResourceSpec.for_request`): word list and language ID (optional:
@@ -208,7 +292,10 @@ def load_resources(config: ChunkingConfig) -> Resources:
     from longparser.errors import RequestRefused
     from longparser.resources import select_counter
 
-    spec = ResourceSpec.from_settings(_settings()).for_request(config)
+    settings = _settings()
+    spec = ResourceSpec.from_settings(settings).for_request(config)
+    if missing_default_word_list(settings) is not None:
+        spec = dataclasses.replace(spec, word_list="off")
     try:
         return build_resources(spec)
     except NamedTokenizerUnavailable as exc:
@@ -273,10 +360,11 @@ def _pages(pages: list[int]) -> str:
     return ",".join(str(p) for p in pages) or "-"
 
 
-def format_summary(result: ChunkResult) -> str:
+def format_summary(result: ChunkResult, missing_word_list: str | None = None) -> str:
     """A readable summary: a header line, then one line per chunk.
 
-    Header: document id, blocks in, blocks excluded (by reason), chunks out, and the semantic
+    Header: document id, blocks in, blocks excluded (by reason), chunks out, the default word
+    list's path when it is missing (:func:`missing_default_word_list`), and the semantic
     outcome when it was requested. Chunk lines: index, chunk_type, pages, token count, quality
     score and the first words of the text (whitespace collapsed, at most 80 characters).
     """
@@ -287,6 +375,9 @@ def format_summary(result: ChunkResult) -> str:
         f"document {result.document_id}: {stats.blocks_in} blocks in, {excluded} excluded"
         f"{f' ({reasons})' if reasons else ''}, {len(result.chunks)} chunks out"
     )
+    if missing_word_list is not None:
+        header += (f"; quality scores without the dictionary check (no word list at {missing_word_list}: "
+                   "LONGPARSER_WORD_LIST_PATH names one)")
     if stats.semantic.requested:
         semantic = stats.semantic
         header += (
@@ -330,9 +421,10 @@ def run_chunk(args: argparse.Namespace) -> int:
     try:
         loaded = load_input(args)
         request = loaded.request
-        resources = load_resources(request.config)
+        config = local_tokenizer_paths(request.config, _settings().tokenizers)
+        resources = load_resources(config)
         warn_if_empty("chunk", request)
-        result = chunk_blocks(request.blocks, request.config, resources, document_id=request.document_id)
+        result = chunk_blocks(request.blocks, config, resources, document_id=request.document_id)
     except (InputError, RequestRefused) as exc:
         _error(str(exc))
         return EXIT_BAD_INPUT
@@ -345,7 +437,7 @@ def run_chunk(args: argparse.Namespace) -> int:
     if args.summary:
         if loaded.docling_report is not None:
             print(f"longparser chunk: {format_docling_report(loaded.docling_report)}", file=sys.stderr)
-        sys.stdout.write(format_summary(result))
+        sys.stdout.write(format_summary(result, missing_default_word_list(_settings())))
     elif not args.output:
         sys.stdout.write(result_json(result))
     return EXIT_OK

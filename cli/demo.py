@@ -194,7 +194,7 @@ def _submit_and_wait(request: object, settings: Settings, timeout: float) -> obj
 
 def run_demo(choice: str, input_path: Path, timeout: float) -> int:
     """Run the whole demo; returns the exit status (0 ok, 1 failed, 2 bad input)."""
-    from cli.chunk import format_summary, load_request
+    from cli.chunk import format_summary, load_request, missing_default_word_list
     from schemas import InputError
 
     try:
@@ -222,7 +222,8 @@ def run_demo(choice: str, input_path: Path, timeout: float) -> int:
         (LOG_DIR / f"{queue}-worker.log").unlink(missing_ok=True)
         print(f"result: stored and fetched in {time.perf_counter() - started:.1f} s; worker stopped")
         print(f"the command: {command_hint()}\n")
-        print(format_summary(result), end="")
+        # the worker read the same settings: its scores lack what `chunk --summary`'s lack
+        print(format_summary(result, missing_default_word_list(settings)), end="")
     return 0
 
 

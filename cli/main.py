@@ -2,11 +2,11 @@
 
 Subcommands:
 
-* ``chunk INPUT [-c CONFIG] [-o OUT.json] [--document-id ID] [config flags] [--summary]`` -
+* ``chunk INPUT [--format F] [-c CONFIG] [-o OUT.json] [--document-id ID] [config flags] [--summary]`` -
   run the engine locally;
-* ``submit INPUT [-c CONFIG] [--document-id ID] [config flags] [--wait]`` - enqueue on the
+* ``submit INPUT [--format F] [-c CONFIG] [--document-id ID] [config flags] [--wait]`` - enqueue on the
   worker fleet;
-* ``result DOCUMENT_ID`` - fetch a stored result;
+* ``result DOCUMENT_ID [--diff]`` - fetch a stored result (or its chunk-id diff);
 * ``metrics [--queue Q] [--port N] [--bind ADDR]`` - each queue's depth and the messages workers
   hold, as Prometheus text (printed once, or served at ``/metrics``).
 
@@ -14,8 +14,9 @@ The evaluation and benchmark commands (``evaluate``, ``evaluate-retrieval``, ``b
 are not installed with the worker: they run from a source checkout as ``python -m lpeval
 COMMAND`` (:mod:`lpeval.main`); ``longparser`` answers those names with that one line.
 
-INPUT ``-`` reads standard input. ``-c`` takes a JSON file or an inline JSON object, the same way
-for every command (:mod:`cli.json_input`). Config flags (``chunk`` and ``submit``):
+INPUT ``-`` reads standard input; ``--format json|markdown|text`` says what INPUT holds (default
+``auto``: a file's extension, standard input JSON). ``-c`` takes a JSON file or an inline JSON
+object, the same way for every command (:mod:`cli.json_input`). Config flags (``chunk`` and ``submit``):
 ``--max-tokens N``, ``--min-tokens N``, ``--token-counter COUNTER``, ``--fit TOKENIZER``,
 ``--reserve-tokens N``, ``--strict``, ``--heading-context``, ``--semantic``; they win over ``-c``
 and over the input's own config.
@@ -41,11 +42,12 @@ from contextlib import contextmanager
 from importlib import metadata
 from typing import Any
 
+from cli.chunk import AUTO, INPUT_FORMATS, format_rule
 from schemas.config import DEFAULT_MIN_TOKENS, MODEL_WINDOW, ChunkingConfig
 
 DISTRIBUTION = "longparser-worker"
 INPUT_HELP = ("block list, ChunkRequest, LongParser document dump or docling DoclingDocument (JSON), "
-              "or a Markdown (.md, .markdown) or plain-text (.txt) file; - reads standard input (JSON)")
+              "or a Markdown or plain-text file (see --format); - reads standard input")
 DOCUMENT_ID_HELP = ("the document id (wins over the input's own; default: the input's, else the file name "
                     "with accents dropped and other characters outside A-Z a-z 0-9 . _ : @ - as '-'{stdin})")
 # Commands of the evaluation package (not installed): the one line that says where they went.
@@ -88,6 +90,13 @@ def config_limits() -> str:
 
 def _default(name: str) -> Any:
     return ChunkingConfig.model_fields[name].default
+
+
+def _add_input(parser: argparse.ArgumentParser) -> None:
+    """INPUT and ``--format`` (``chunk`` and ``submit``)."""
+    parser.add_argument("input", metavar="INPUT", help=INPUT_HELP)
+    parser.add_argument("--format", choices=INPUT_FORMATS, default=AUTO,
+                        help=f"how INPUT is read (default {AUTO}: {format_rule()})")
 
 
 def add_config_option(parser: argparse.ArgumentParser) -> None:
@@ -163,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
                "request refused (a token counter or --fit tokenizer that cannot be loaded, --semantic "
                "without the model). Errors and warnings: one line each on stderr.",
     )
-    chunk.add_argument("input", metavar="INPUT", help=INPUT_HELP)
+    _add_input(chunk)
     chunk.add_argument("--document-id", metavar="ID", help=DOCUMENT_ID_HELP.format(stdin="; stdin: 'stdin'"))
     chunk.add_argument("-o", "--output", metavar="OUT.json", help="write the result here (atomically)")
     chunk.add_argument(
@@ -178,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit status: 0 submitted (with --wait: finished); 1 failed or timed out; 2 bad input, "
                "config or settings; 3 broker/store unreachable; 4 Redis full.",
     )
-    submit.add_argument("input", metavar="INPUT", help=INPUT_HELP)
+    _add_input(submit)
     submit.add_argument("--document-id", metavar="ID",
                         help=DOCUMENT_ID_HELP.format(stdin="; stdin: the input must carry one, or give this"))
     submit.add_argument("--wait", action="store_true", help="wait for the result and print it")
@@ -194,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     result.add_argument("document_id", metavar="DOCUMENT_ID",
                         help="the document id submit printed (--document-id, else the input's, else its file "
                              "name)")
+    result.add_argument("--diff", action="store_true",
+                        help="print the chunk ids added, removed and unchanged against the document's "
+                             "previous result (docs/reingestion.md) instead of the result; null when none")
 
     metrics = sub.add_parser(
         "metrics", help="queue depths and held messages as Prometheus text (docs/operations.md, Autoscaling)",

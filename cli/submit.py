@@ -1,19 +1,22 @@
 """``longparser submit`` and ``longparser result``: the producer client on the command line.
 
-* ``submit INPUT [-c CONFIG] [config flags] [--wait] [--timeout S]`` - INPUT in any shape
-  ``longparser chunk`` accepts, a DoclingDocument included (converted here, on the producer
-  side: the worker receives a ChunkRequest); the document id comes from the input, else from
-  the file name. The config flags are ``chunk``'s (``--max-tokens``, ``--min-tokens``,
-  ``--token-counter``, ``--strict``, ``--heading-context``, ``--semantic``) and win over ``-c``.
-  Prints the job handle as JSON; with ``--wait`` prints the result JSON instead, keys in the
-  schema's order. ``--wait`` does not poll: it blocks on the completion stream
+* ``submit INPUT [--format F] [-c CONFIG] [config flags] [--wait] [--timeout S]`` - INPUT in
+  any shape ``longparser chunk`` accepts (``--format`` as there), a DoclingDocument included
+  (converted here, on the producer side: the worker receives a ChunkRequest); the document id
+  comes from the input, else from the file name. The config flags are ``chunk``'s and win over
+  ``-c``. Prints the job handle as JSON; with ``--wait`` prints the result JSON instead, keys in
+  the schema's order. ``--wait`` does not poll: it blocks on the completion stream
   (:meth:`tasks.client.Producer.wait`) until the document's record is stored or ``--timeout``.
-* ``result DOCUMENT_ID`` - prints the stored result JSON (with its ``chunks``), keys in the
-  schema's order, as ``chunk`` and ``submit --wait`` print them.
+* ``result DOCUMENT_ID [--diff]`` - prints the stored result JSON (with its ``chunks``), keys in
+  the schema's order, as ``chunk`` and ``submit --wait`` print them; with ``--diff``, the
+  record's chunk-id diff against the document's previous result instead
+  (``{"previous_task_id", "added", "removed", "unchanged"}``, ``null`` when there is none;
+  docs/reingestion.md).
 
 Exit status: 0 success; 1 pending, failed, unknown or timed out; 2 bad input or settings;
-3 broker/store unreachable for the whole ``LONGPARSER_SUBMIT_RETRY_WINDOW``; 4 Redis full
-(OOM under noeviction). Every error is one line on stderr, never a traceback.
+3 broker/store unreachable for the whole ``LONGPARSER_SUBMIT_RETRY_WINDOW`` (at its first
+failure a line says it is retrying, where and for how long); 4 Redis full (OOM under
+noeviction). Every error is one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from schemas import ChunkResult, InputError
@@ -35,15 +40,10 @@ def _say(command: str, message: str) -> None:
 
 
 def _producer(command: str) -> Any:
-    """A producer for the process's settings, or None after printing why (bad settings).
-
-    The producer's per-retry warnings stay out of the terminal: an outage ends in ONE line
-    (exit 3) once the submit window has passed.
-    """
+    """A producer for the process's settings, or None after printing why (bad settings)."""
     from config.settings import SettingsError, get_settings
     from tasks.client import Producer
 
-    logging.getLogger("service.retry").setLevel(logging.ERROR)
     try:
         return Producer(get_settings())
     except SettingsError as exc:
@@ -51,12 +51,70 @@ def _producer(command: str) -> Any:
         return None
 
 
+class RetryNotice(logging.Filter):
+    """ONE line as soon as Redis does not answer - where (passwords masked) and for how long the
+    command retries - so an outage is never a silent wait; the last line (exit 3) comes when the
+    window has passed.
+
+    Two ways to notice: a PING of the store when the command starts (a publish to a broker that
+    refuses connections first spends seconds inside kombu's own connection attempts, before the
+    first retry), and the producer's per-retry warnings (``service.retry``), which this filter
+    keeps out of the terminal once the line is out.
+    """
+
+    def __init__(self, command: str, producer: Any) -> None:
+        super().__init__()
+        self.command = command
+        self.producer = producer
+        self.said = False
+
+    def say(self) -> None:
+        if self.said:
+            return
+        from service.redis_client import masked
+
+        self.said = True
+        settings = self.producer.settings
+        urls = sorted({masked(settings.broker_url), masked(settings.result_url)})
+        _say(self.command, f"Redis at {', '.join(urls)} does not answer; retrying for up to "
+                           f"{settings.submit_retry_window:g} s (LONGPARSER_SUBMIT_RETRY_WINDOW)")
+
+    def probe(self) -> None:
+        """PING the store once, on the producer's own connection; the line at once when it fails."""
+        from service.retry import is_transient
+
+        try:
+            self.producer.store.client.ping()
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            self.say()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.say()
+        return False
+
+
+@contextmanager
+def retry_notice(command: str, producer: Any) -> Iterator[RetryNotice]:
+    """:class:`RetryNotice` on the retry logger while a command runs."""
+    retry_logger = logging.getLogger("service.retry")
+    notice = RetryNotice(command, producer)
+    retry_logger.addFilter(notice)
+    try:
+        yield notice
+    finally:
+        retry_logger.removeFilter(notice)
+
+
 def _print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
 
 
-def _guarded(command: str, run: Any) -> int:
-    """``run()``, with the producer's typed errors turned into one line and an exit status."""
+def _guarded(command: str, producer: Any, run: Any) -> int:
+    """``run(notice)``, with an outage said at once (``notice.probe()`` before the first Redis
+    call, :class:`RetryNotice`) and the producer's typed errors turned into one line and an
+    exit status."""
     from tasks.errors import (
         BrokerUnavailable,
         JobFailed,
@@ -67,7 +125,8 @@ def _guarded(command: str, run: Any) -> int:
     )
 
     try:
-        return run()
+        with retry_notice(command, producer) as notice:
+            return run(notice)
     except (InputError, PayloadTooLarge, RequestRefused) as exc:
         _say(command, f"error: {exc}")
         return EXIT_BAD_INPUT
@@ -93,9 +152,10 @@ def run_submit(args: argparse.Namespace) -> int:
     if producer is None:
         return EXIT_BAD_INPUT
 
-    def run() -> int:
+    def run(notice: RetryNotice) -> int:
         request = load_request(args)
         warn_if_empty("submit", request)
+        notice.probe()
         handle = producer.submit(request)
         if not args.wait:
             _print_json(handle.as_dict())
@@ -107,7 +167,7 @@ def run_submit(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     with producer:
-        return _guarded("submit", run)
+        return _guarded("submit", producer, run)
 
 
 def _describe_pending(view: dict[str, Any]) -> str:
@@ -123,10 +183,17 @@ def run_result(args: argparse.Namespace) -> int:
     if producer is None:
         return EXIT_BAD_INPUT
 
-    def run() -> int:
+    def run(notice: RetryNotice) -> int:
         document_id = args.document_id
+        notice.probe()
         view = producer.status(document_id)
         record = producer.fetch_record(document_id) if view["state"] == "SUCCESS" else None
+        if view["state"] == "SUCCESS" and record is not None and args.diff:
+            _print_json(record.get("diff"))
+            if record.get("diff") is None:
+                _say("result", f"document {document_id} has no earlier result to compare with (first stored, "
+                               "or the earlier one expired): diff null")
+            return EXIT_OK
         if view["state"] == "SUCCESS" and record is not None and record.get("result") is not None:
             # Through the schema: its field order, whatever order the record was stored in.
             _print_json(ChunkResult.model_validate(record["result"]).model_dump(mode="json"))
@@ -143,4 +210,4 @@ def run_result(args: argparse.Namespace) -> int:
         return EXIT_NOT_READY
 
     with producer:
-        return _guarded("result", run)
+        return _guarded("result", producer, run)

@@ -90,8 +90,9 @@ class Provenance(TypedDict, total=False):
     __pydantic_config__ = _PART  # type: ignore[misc]
 
     source_file: Annotated[str | None, Field(default=None)]
-    # null: the source has no pages (Markdown, plain text); such blocks give a chunk no page
-    page_number: Annotated[PageNumber | None, Field(default=1)]
+    # null or absent: no page is known (Markdown, plain text, a block without provenance); such
+    # blocks give a chunk no page - a page the producer never stated would be a citation to nowhere
+    page_number: Annotated[PageNumber | None, Field(default=None)]
     bbox: Annotated[BBox | None, Field(default=None)]
     extractor: Annotated[str | None, Field(default=None)]
 
@@ -199,7 +200,7 @@ class BlockIds:
 
 
 def _default_provenance() -> Provenance:
-    return {"source_file": None, "page_number": 1, "bbox": None, "extractor": None}
+    return {"source_file": None, "page_number": None, "bbox": None, "extractor": None}
 
 
 def _default_confidence() -> Confidence:

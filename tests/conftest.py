@@ -94,18 +94,32 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         disable_socket(allow_unix_socket=True)
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    """Which Redis the integration tests use (the choice lives in tests/integration/conftest.py).
+def runs_redis_tests(paths: list[str], cwd: Path) -> bool:
+    """Whether a run of ``paths`` (pytest's arguments) may collect integration or fault tests,
+    the only ones that use the suite's Redis: ``tests`` and ``tests/integration/x.py`` do,
+    ``tests/unit`` and ``tests/adapters`` do not."""
+    for argument in paths:
+        path = (cwd / argument.split("::")[0]).resolve()
+        if any(path == d or path in d.parents or d in path.parents for d in (INTEGRATION_DIR, FAULTS_DIR)):
+            return True
+    return False
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """Which Redis the integration tests use (the choice lives in tests/integration/conftest.py),
+    in a run that has such tests: a line naming a redis-server that never starts misleads.
 
     Declared here because pytest only asks root-level conftests for the header.
     """
     from tests.integration.conftest import describe_redis_choice
 
-    return describe_redis_choice()
+    return describe_redis_choice() if runs_redis_tests(config.args, config.invocation_params.dir) else None
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """The same line at the end of the run, where a reader of the output looks last."""
     from tests.integration.conftest import describe_redis_choice
 
-    terminalreporter.write_line(describe_redis_choice())
+    config = terminalreporter.config
+    if runs_redis_tests(config.args, config.invocation_params.dir):
+        terminalreporter.write_line(describe_redis_choice())

@@ -240,8 +240,8 @@ def test_the_readme_producer_snippet_runs_as_written(
             monkeypatch.setenv(name, value)  # the snippet reads the settings from the environment
     get_settings.cache_clear()
     try:
-        namespace: dict[str, Any] = {"blocks": make_document("readme")["blocks"]}
-        exec(compile(snippet, "README.md", "exec"), namespace)  # as a reader runs it
+        namespace: dict[str, Any] = {}
+        exec(compile(snippet, "README.md", "exec"), namespace)  # as a reader runs it, nothing given
     finally:
         get_settings.cache_clear()
     assert namespace["handle"].document_id == namespace["result"].document_id == "report-2024"

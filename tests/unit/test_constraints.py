@@ -48,14 +48,17 @@ def make_installs(*arguments: str, tmp_path: Path) -> list[list[str]]:
     return [c for c in commands if "pip" in c and "install" in c[c.index("pip"):]]
 
 
-@pytest.mark.parametrize("arguments", [
-    ["{venv}/.backends"],  # dev, torch, embeddings, every backend runtime: everything CI installs
-    ["embeddings", "ENCODER_BACKENDS=onnx openvino"],
-], ids=["backends", "exported-backends"])
-def test_every_install_of_the_makefile_takes_the_constraints(arguments: list[str], tmp_path: Path) -> None:
+@pytest.mark.parametrize(("arguments", "last_install"), [
+    # dev, torch, embeddings, every backend runtime: everything CI installs
+    (["{venv}/.backends"], ".[dev,embeddings-cpu,onnx,openvino]"),
+    (["embeddings", "ENCODER_BACKENDS=onnx openvino"], ".[dev,embeddings-cpu,onnx,openvino]"),
+    (["{venv}/.adapters"], ".[dev,langchain,llamaindex]"),  # make test-adapters' extras
+], ids=["backends", "exported-backends", "adapters"])
+def test_every_install_of_the_makefile_takes_the_constraints(arguments: list[str], last_install: str,
+                                                             tmp_path: Path) -> None:
     arguments = [a.format(venv=tmp_path / "venv") for a in arguments]
     installs = make_installs(*arguments, tmp_path=tmp_path)
-    assert len(installs) >= 5
+    assert len(installs) >= 3 and installs[-1][-1] == last_install, installs
     for command in installs:
         assert "constraints.txt" in command and command[command.index("constraints.txt") - 1] in {
             "-c", "--constraint"}, command

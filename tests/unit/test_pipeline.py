@@ -238,13 +238,29 @@ def test_a_whole_input_passed_as_blocks_says_how_to_turn_it_into_blocks(blocks, 
 
 
 def test_every_input_shape_becomes_blocks_through_parse_input():
-    blocks = [{"block_id": "a", "type": "paragraph", "text": "alpha beta"}]
+    blocks = [{"block_id": "a", "type": "paragraph", "text": "alpha beta", "provenance": {"page_number": 1}}]
     dump = {"metadata": {"document_id": "d"}, "pages": [{"page_number": 1, "blocks": blocks}]}
     expected = chunk_blocks(blocks, document_id="d").chunks
     for data in (blocks, {"document_id": "d", "blocks": blocks}, dump):
         request = parse_input(data, default_document_id="d")
         result = chunk_blocks(request.blocks, request.config, document_id=request.document_id)
         assert result.chunks == expected
+
+
+@pytest.mark.parametrize("provenance", [{}, {"provenance": None}, {"provenance": {"bbox": None}}],
+                         ids=["absent", "null", "without-page"])
+def test_a_block_without_a_stated_page_gives_no_page_like_markdown(provenance: dict) -> None:
+    from loaders.markdown import blocks_from_markdown
+
+    block = {"block_id": "a", "type": "paragraph", "text": "alpha beta", **provenance}
+    [json_chunk] = chunk_blocks([block]).chunks
+    [markdown_chunk] = chunk_blocks(blocks_from_markdown("alpha beta")).chunks
+    assert json_chunk.page_numbers == markdown_chunk.page_numbers == []
+    assert Block.model_validate(block).provenance["page_number"] is None
+    # a dump states the page its blocks are listed under
+    dump = {"metadata": {"document_id": "d"}, "pages": [{"page_number": 3, "blocks": [block]}]}
+    request = parse_input(dump)
+    assert chunk_blocks(request.blocks, document_id="d").chunks[0].page_numbers == [3]
 
 
 def test_duplicate_block_ids_are_refused_naming_both_positions():

@@ -7,6 +7,8 @@ The producer snippet needs a worker: tests/integration/test_worker_fleet.py runs
 
 from __future__ import annotations
 
+import ast
+import builtins
 import json
 import re
 import shutil
@@ -37,13 +39,44 @@ def code_blocks(text: str, language: str) -> list[str]:
     return re.findall(rf"```{language}\n(.*?)```", text, flags=re.DOTALL)
 
 
-def test_the_library_snippet_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def undefined_names(snippet: str) -> set[str]:
+    """Names a snippet reads but never binds (assigns, imports, defines) and Python does not
+    provide: what a reader pasting it would get a NameError for."""
+    tree = ast.parse(snippet)
+    bound: set[str] = set(dir(builtins))
+    loaded: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (bound if isinstance(node.ctx, ast.Store | ast.Del) else loaded).add(node.id)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    return loaded - bound
+
+
+def test_every_python_snippet_of_the_readme_defines_what_it_uses() -> None:
+    snippets = code_blocks(README, "python")
+    assert len(snippets) >= 3
+    assert undefined_names("result = chunk_blocks(blocks)") == {"chunk_blocks", "blocks"}  # the check checks
+    assert {index: undefined_names(snippet) for index, snippet in enumerate(snippets)} == {
+        index: set() for index in range(len(snippets))}
+
+
+def test_the_sample_is_the_dump_shape_the_docs_name_it() -> None:
+    sample = json.loads(SAMPLE.read_text(encoding="utf-8"))
+    assert set(sample) == {"metadata", "pages"} and all("blocks" in page for page in sample["pages"])
+    assert "`examples/sample_document.json`" in README
+    assert "| LongParser Document dump (`examples/sample_document.json`) |" in (
+        ROOT / "docs" / "inputs.md").read_text(encoding="utf-8")
+
+
+def test_the_library_snippet_runs_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
     [snippet] = code_blocks(readme_section("The engine as a library"), "python")
-    dump = json.loads(SAMPLE.read_text(encoding="utf-8"))
-    (tmp_path / "report.json").write_text(json.dumps(dump), encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    blocks = [block for page in dump["pages"] for block in page["blocks"]]
-    namespace: dict[str, Any] = {"blocks": blocks}
+    monkeypatch.chdir(ROOT)  # the README's paths are the repository's
+    namespace: dict[str, Any] = {}
     exec(compile(snippet, "README.md", "exec"), namespace)  # the README's own code, as a reader runs it
     assert namespace["request"].document_id == "sample-annual-report"  # the dump's own id
     assert namespace["result"].chunks
@@ -107,3 +140,25 @@ def test_the_suite_uses_a_redis_it_starts_unless_one_is_named() -> None:
     assert choose_redis(None, None) == "embedded"
     assert choose_redis("redis://cache:6379", "/usr/bin/redis-server") == "configured"
     assert f"`{TEST_REDIS_ENV}`" in README
+
+
+def _mib(value: int) -> str:
+    assert value % (1024 * 1024) == 0
+    return f"{value // (1024 * 1024)} MiB"
+
+
+def test_the_producers_page_gives_each_size_limit_its_own_default() -> None:
+    page = (ROOT / "docs" / "producers.md").read_text(encoding="utf-8")
+    default = Settings(_env_file=None)
+    rows = {row.split("|")[3].strip(): row.split("|")[2].strip() for row in page.splitlines()
+            if row.startswith("| largest ")}
+    assert rows == {"`LONGPARSER_MAX_INLINE_BYTES`": f"{_mib(default.max_inline_bytes)} of request JSON",
+                    "`LONGPARSER_MAX_PAYLOAD_BYTES`": f"{_mib(default.max_payload_bytes)} of request JSON"}
+
+
+def test_the_inputs_page_counts_the_shapes_it_lists() -> None:
+    page = (ROOT / "docs" / "inputs.md").read_text(encoding="utf-8")
+    table = page[page.index("| input | shape | document id |"):].split("\n\n")[0].splitlines()[2:]
+    words = {4: "four", 5: "five", 6: "six", 7: "seven"}
+    said = re.findall(r"\b(four|five|six|seven) shapes\b", page)
+    assert said and set(said) == {words[len(table)]}, (said, len(table))
