@@ -238,12 +238,12 @@ def local_tokenizer_paths(config: ChunkingConfig, declared: Collection[str]) -> 
     directory is then one warning away (``./mytok``). Requests to workers never open paths:
     ``submit`` does not call this.
     """
-    from schemas.config import BUILTIN_COUNTERS, is_path_like
+    from schemas.config import BUILTIN_COUNTERS, is_tokenizer_name
 
     updates: dict[str, str] = {}
     for field in ("token_counter", "fit"):
         reference = getattr(config, field)
-        if reference is None or reference in BUILTIN_COUNTERS or is_path_like(reference):
+        if reference is None or reference in BUILTIN_COUNTERS or not is_tokenizer_name(reference):
             continue
         if not os.path.exists(reference):
             continue
