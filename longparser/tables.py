@@ -6,7 +6,9 @@ Decisions (docs/chunking.md has the rules):
   grid holds at most one row and one column per cell (the declared ``n_rows``/``n_cols`` are
   informational, and a cell at row 10**9 adds one row, not a billion: a payload cannot make
   the engine allocate a huge grid). Indices without a starting cell are skipped; a span
-  covers the existing rows/columns in its range, so it is clipped to the grid.
+  covers the existing rows/columns in its range, so it is clipped to the grid. What the
+  expansion costs (the grid, and the positions the spans cover) is bounded at validation by
+  ``schemas.blocks.MAX_TABLE_AREA``.
 * A spanning cell's text is repeated in every position it covers (a row-spanning "Region"
   then names every row it covers, so each row record stands alone; a column-spanning
   header names every column under it). Where cells overlap, the first cell wins.
