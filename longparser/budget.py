@@ -17,6 +17,7 @@ from typing import TypeVar
 from longparser.breadcrumbs import BREADCRUMB_SEPARATOR, breadcrumb
 from longparser.build import Draft
 from longparser.errors import RequestRefused
+from longparser.repeats import RepeatAllowance
 from longparser.tokens import TokenCounter, count
 
 REPEAT_SHARE = 0.5  # repeated text (breadcrumb, lead-in, header line) may take this much
@@ -31,6 +32,8 @@ class Budget:
         strict: ``max_tokens`` is a maximum of every chunk's emitted text (else a target).
         with_breadcrumb: the emitted text counted in strict mode is ``embed_text``.
         repeat_tokens: the most tokens repeated text may take in a strict chunk.
+        repeats: the characters of repeated text the call may still write whole
+            (:mod:`longparser.repeats`).
     """
 
     def __init__(
@@ -39,6 +42,7 @@ class Budget:
         self.max_tokens, self.counter = max_tokens, counter
         self.strict, self.with_breadcrumb = strict, with_breadcrumb
         self.repeat_tokens = max(1, int(max_tokens * REPEAT_SHARE))
+        self.repeats = RepeatAllowance()
         self._measure = lru_cache(maxsize=4096)(lambda text: counter.measure((text,))[0])
         if strict and (smallest := count(counter, "a")) > max_tokens:
             raise RequestRefused(

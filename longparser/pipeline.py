@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from longparser.breadcrumbs import embed_text
+from longparser.breadcrumbs import breadcrumb, embed_text
 from longparser.budget import Budget
 from longparser.build import Draft, to_chunk
 from longparser.fit import block_parts, fit_all
@@ -43,6 +43,7 @@ from longparser.packing import pack_prose
 from longparser.prepare import prepare
 from longparser.preset import expanded, resolve
 from longparser.quality import ChunkScorer
+from longparser.repeats import short_path
 from longparser.resources import NO_RESOURCES, Resources
 from longparser.sections import ProseSeg, Section, TableSeg, group_sections
 from longparser.semantic import section_boundaries
@@ -155,10 +156,22 @@ def finalize(
             draft.meta["block_parts"] = pieces[index]
         text, sources = draft.text, draft.sources
         quality, components = score(text, [(rec.confidence, len(rec.text)) for rec in sources])
-        to_embed = embed_text(draft, text) if budget.with_breadcrumb else None
+        path, titles = _section_titles(draft, budget)
+        to_embed = embed_text(draft, text, titles) if budget.with_breadcrumb else None
         tokens = draft.tokens(counter)
-        chunks.append(to_chunk(draft, idents[index], text, tokens, quality, components, sources, to_embed))
+        chunks.append(to_chunk(draft, idents[index], text, tokens, quality, components, sources, to_embed,
+                               path))
     return chunks
+
+
+def _section_titles(draft: Draft, budget: Budget) -> tuple[list[str] | None, list[str] | None]:
+    """What a chunk writes of its section's titles, ``(section_path, breadcrumb)``: None for the
+    whole path and breadcrumb while the call's allowance of repeated text holds them (every chunk
+    of a section writes them again), else their short forms."""
+    titles = breadcrumb(draft) if budget.with_breadcrumb else []
+    if budget.repeats.take(sum(map(len, draft.path)) + sum(map(len, titles))):
+        return None, None
+    return short_path(draft.path), short_path(titles)
 
 
 def _ms(start: float, end: float) -> float:
@@ -199,7 +212,7 @@ def chunk_blocks(
                     with_breadcrumb=cfg.heading_context)
     intake = BlockIntake(blocks)
     watched = DerivedPaths(intake)  # section paths from heading levels when the input has none
-    records, excluded, retagged = prepare(watched, cfg, counter)
+    records, excluded, retagged = prepare(watched, cfg, counter, budget.repeats)
     section_paths = watched.apply(records)
     t2 = time.perf_counter()
     sections = group_sections(records, cfg.table_titles, cfg.breadcrumb_titles)

@@ -31,6 +31,7 @@ from typing import Any
 
 from longparser.boxes import keep_box
 from longparser.equations import looks_like_equation
+from longparser.repeats import RepeatAllowance
 from longparser.tables import Grid, build_grid
 from longparser.tokens import TokenCounter
 from schemas import ChunkingConfig
@@ -117,11 +118,14 @@ def exclusion_reason(kind: str, text: str, has_cells: bool, exclude_headers_foot
 
 
 def prepare(
-    blocks: Iterable[dict[str, Any]], config: ChunkingConfig, counter: TokenCounter
+    blocks: Iterable[dict[str, Any]], config: ChunkingConfig, counter: TokenCounter,
+    repeats: RepeatAllowance | None = None,
 ) -> tuple[list[Rec], dict[str, int], int]:
     """Exclude, re-tag and convert blocks (their validated fields: see :mod:`longparser.intake`).
 
     Every kept block's text is measured once, in one batch (a tokenizer counter batches them).
+    ``repeats``: the call's allowance of repeated text, grown by each kept block's text and
+    charged with a table's repeated column names (:func:`~longparser.tables.build_grid`).
 
     Returns:
         ``(records, excluded_counts, equations_detected)``; ``excluded_counts`` holds only
@@ -150,7 +154,9 @@ def prepare(
         if block["hierarchy_path"] != last_list:  # consecutive blocks share one path tuple
             last_list = block["hierarchy_path"]
             path = tuple(last_list)
-        grid = build_grid(cells, infer_header) if kind == "table" and cells else None
+        if repeats is not None:
+            repeats.grow(len(text))
+        grid = build_grid(cells, infer_header, repeats) if kind == "table" and cells else None
         provenance = block["provenance"]
         rec = Rec(pos, block["block_id"], kind, text, provenance["page_number"], path,
                   block["confidence"]["overall"], grid)

@@ -51,6 +51,7 @@ from itertools import chain, compress, repeat
 from operator import add, itemgetter, mul
 from typing import TypedDict
 
+from longparser.repeats import RepeatAllowance, short_form
 from schemas.blocks import TableCell
 
 # One value; cell texts are cleaned (no newlines), so a column can be checked in ONE regex
@@ -235,9 +236,48 @@ def _first_telling_column(rows: list[list[str]]) -> int:
     return 0
 
 
-def build_grid(cells: Sequence[TableCell], infer_header: bool = True) -> Grid:
+def _header_texts(grid: list[list[str]], header_rows: list[int], c: int) -> list[str]:
+    """Column ``c``'s distinct non-empty header texts, top down: what its name joins."""
+    parts: list[str] = []
+    for r in header_rows:
+        text = grid[r][c]
+        if text and text not in parts:
+            parts.append(text)
+    return parts
+
+
+def _repeated_header_chars(header_texts: list[list[str]]) -> int:
+    """The characters of header text the column names repeat: each text in every column it
+    names after the first (a spanning header's text, said again in each column under it)."""
+    seen: set[str] = set()
+    repeated = 0
+    for parts in header_texts:
+        for text in parts:
+            if text in seen:
+                repeated += len(text)
+            else:
+                seen.add(text)
+    return repeated
+
+
+def _short_repeats(header_texts: list[list[str]]) -> list[list[str]]:
+    """The header texts with each text in its short form in the columns after the first it names."""
+    seen: set[str] = set()
+    shortened = []
+    for parts in header_texts:
+        shortened.append([short_form(text) if text in seen else text for text in parts])
+        seen.update(parts)
+    return shortened
+
+
+def build_grid(
+    cells: Sequence[TableCell], infer_header: bool = True, repeats: RepeatAllowance | None = None
+) -> Grid:
     """Grid of a structured table from its (non-empty) cells (``infer_header``: header rows are
-    inferred when no cell is flagged, see the module doc).
+    inferred when no cell is flagged, see the module doc). ``repeats``: the call's allowance of
+    repeated text (:mod:`longparser.repeats`), grown by the cells' text and charged with the
+    header text the column names repeat; where it cannot hold them, a spanning header's text is
+    written whole in the first column it names and in its short form in the others.
 
     Only the rows and columns where some cell starts exist: a cell at row 10**9 costs one row,
     not a billion (the grid's size is bounded by the number of cells). Each cell's text fills
@@ -262,13 +302,13 @@ def build_grid(cells: Sequence[TableCell], infer_header: bool = True) -> Grid:
     width = len(col_ids)
     grid = [flat[k : k + width] for k in range(0, len(flat), width)]
     header_rows = _flagged_rows(cells, row_ids) or (_inferred_header_rows(grid) if infer_header else [])
+    header_texts = [_header_texts(grid, header_rows, c) for c in range(len(col_ids))]
+    if repeats is not None:
+        repeats.grow(sum(map(len, texts)))
+        if not repeats.take(_repeated_header_chars(header_texts)):
+            header_texts = _short_repeats(header_texts)
     columns, groups, unnamed = [], [], set()
-    for c, index in enumerate(col_ids):
-        parts: list[str] = []
-        for r in header_rows:
-            text = grid[r][c]
-            if text and text not in parts:
-                parts.append(text)
+    for c, (index, parts) in enumerate(zip(col_ids, header_texts, strict=True)):
         columns.append(" / ".join(parts) or f"col_{index}")
         if not parts:
             unnamed.add(c)
