@@ -165,12 +165,12 @@ def finalize(
 
 
 def _section_titles(draft: Draft, budget: Budget) -> tuple[list[str] | None, list[str] | None]:
-    """What a chunk writes of its section's titles, ``(section_path, breadcrumb)``: None for the
-    whole path and breadcrumb while the call's allowance of repeated text holds them (every chunk
-    of a section writes them again), else their short forms."""
+    """What a chunk writes of its section's titles, ``(section_path, breadcrumb)``: the whole path
+    (None) and breadcrumb while the call's allowance of repeated text holds them (every chunk of
+    a section writes them again), else their short forms."""
     titles = breadcrumb(draft) if budget.with_breadcrumb else []
     if budget.repeats.take(sum(map(len, draft.path)) + sum(map(len, titles))):
-        return None, None
+        return None, titles
     return short_path(draft.path), short_path(titles)
 
 

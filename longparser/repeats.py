@@ -56,8 +56,8 @@ class RepeatAllowance:
 
     __slots__ = ("left",)
 
-    def __init__(self, chars: int = REPEAT_ALLOWANCE_CHARS) -> None:
-        self.left = chars
+    def __init__(self, chars: int | None = None) -> None:
+        self.left = REPEAT_ALLOWANCE_CHARS if chars is None else chars
 
     def grow(self, input_chars: int) -> None:
         """Count ``input_chars`` more characters of input text (see the module doc)."""
