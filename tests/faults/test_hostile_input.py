@@ -10,10 +10,14 @@ before asserting:
   spans of 10**9; one cell spanning 1,000 x 1,000) and a block whose text is under another name
   end as a FAILURE record, ``InvalidPayload``, whose message gives the numbers;
 * a document id ending in a newline cannot be a key: no record, and no key with a newline;
+* text repeated without bound (a table's 5,000-character column names in each of 2,000 row
+  records; a 100,000-character header spanning 500 columns, said in each column's name) is
+  chunked, SUCCESS, its repetitions in their short forms (longparser/repeats.py);
 * every message is delivered once, no process grows by 64 MB or more, no pool child is replaced.
 
 ``LONGPARSER_FAULTS_CODE_ROOT=/work/base`` runs the worker from another checkout for the
-"before" rows; the 1,000-cell table is not run that way (it kills pool children in a loop).
+"before" rows; the 1,000-cell table is not run that way (it kills pool children in a loop), nor
+the spanning header (it passes 1.5 GB in-process: bench/bench_amplification.py).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from bench.bench_amplification import request_of
 from config.settings import Settings
 from service.keys import queue_list_keys, result_key
 from tasks.client import Producer
@@ -70,9 +75,15 @@ def _at_the_cap() -> list[dict[str, Any]]:
     return _table(cells)
 
 
-# (scenario, blocks, id suffix, expected record, start of its error message); a record of None:
-# the id is unreadable as a key, so nothing can be stored under it
-SCENARIOS: list[tuple[str, Callable[[], list[dict[str, Any]]], str, str | None, str]] = [
+def _amplifying(case: str) -> dict[str, Any]:
+    """The blocks and config of bench/bench_amplification.py's crafted request ``case``."""
+    request = request_of(case)
+    return {"blocks": request["blocks"], "config": request["config"]}
+
+
+# (scenario, blocks (or blocks and config), id suffix, expected record, start of its error
+# message); a record of None: the id is unreadable as a key, so nothing can be stored under it
+SCENARIOS: list[tuple[str, Callable[[], list[dict[str, Any]] | dict[str, Any]], str, str | None, str]] = [
     ("400 diagonal cells, spans 10^9", lambda: _table(_diagonal(400, 10**9)), "", "FAILURE InvalidPayload",
      _area(400, 400 * 10**18)),
     ("1,000 diagonal cells, spans 10^9", lambda: _table(_diagonal(1_000, 10**9)), "",
@@ -86,6 +97,8 @@ SCENARIOS: list[tuple[str, Callable[[], list[dict[str, Any]]], str, str | None, 
      lambda: [{"block_id": "b1", "type": "paragraph", "content": "The text under another name."}], "",
      "FAILURE InvalidPayload", "block 0 (id 'b1'): text: field required (it has 'content')"),
     ("table at the area cap (accepted)", _at_the_cap, "", "SUCCESS", ""),
+    ("10 column names of 5,000 chars, 2,000 rows", lambda: _amplifying("header-per-row"), "", "SUCCESS", ""),
+    ("100,000-char header over 500 columns", lambda: _amplifying("merged-header"), "", "SUCCESS", ""),
 ]
 
 
@@ -99,13 +112,15 @@ def _finished(worker: Any, task_id: str) -> bool:
     return any(" received" not in line for line in lines)
 
 
-IDS = ["spans-400", "spans-1000", "span-1000x1000", "id-newline", "text-misnamed", "at-cap"]
+IDS = ["spans-400", "spans-1000", "span-1000x1000", "id-newline", "text-misnamed", "at-cap", "header-per-row",
+       "merged-header"]
 
 
 @pytest.mark.parametrize(("scenario", "blocks", "suffix", "expected", "error"), SCENARIOS, ids=IDS)
 def test_hostile_input_is_refused_within_the_memory_bound(
     space: Any, hostile_report: Callable[[HostileRow], None], scenario: str,
-    blocks: Callable[[], list[dict[str, Any]]], suffix: str, expected: str | None, error: str,
+    blocks: Callable[[], list[dict[str, Any]] | dict[str, Any]], suffix: str, expected: str | None,
+    error: str,
 ) -> None:
     base, logs = space
     server = RedisServer("main", base, logs).start()
@@ -119,7 +134,9 @@ def test_hostile_input_is_refused_within_the_memory_bound(
             assert producer.wait(warm, timeout=OUTCOME_S)["state"] == "SUCCESS"
             document_id = f"{prefix}-report{suffix}"
             task_id = str(uuid.uuid4())
-            payload = {"document_id": document_id, "blocks": blocks()}
+            content = blocks()
+            payload = {"document_id": document_id,
+                       **(content if isinstance(content, dict) else {"blocks": content})}
             message = raw_message(task_body(payload), queue="chunking", task_id=task_id)
             sampler = RssSampler(worker.popen.pid).start()
             size = push_raw(client, queue_list_keys(values["celery_key_prefix"], "chunking")[0], message)
