@@ -20,15 +20,19 @@ Cases (every one a request of at most 1 MB):
   one-cell rows in that section;
 * ``merged-header``: a 100,000-character header cell spanning 500 columns over a row of
   sub-headers, 400 data rows (every column's name holds the spanning text);
-* ``spanned-cell``: a 400,000-character cell spanning 500 rows beside 500 one-cell rows.
+* ``spanned-cell``: a 400,000-character cell spanning 500 rows beside 500 one-cell rows;
+* ``many-chunks`` (no repetition, for comparison): 20,000 one-word paragraphs, ``max_tokens`` 1,
+  ``overlap_blocks`` 0: a chunk per block, what any chunk costs.
 
 Usage:
     .venv/bin/python bench/bench_amplification.py [CASE ...]
+    LONGPARSER_BENCH_CODE_ROOT=/path/to/checkout .venv/bin/python bench/bench_amplification.py  # before
 """
 
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -37,7 +41,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES = ("header-per-row", "header-line", "title", "lead-in", "breadcrumb", "merged-header", "spanned-cell")
+CASES = ("header-per-row", "header-line", "title", "lead-in", "breadcrumb", "merged-header", "spanned-cell",
+         "many-chunks")
 ADDRESS_SPACE_BYTES = 1536 * 2**20
 
 
@@ -82,9 +87,16 @@ def request_of(case: str) -> dict[str, Any]:
                  {"r0": 1, "c0": 0, "rspan": 500, "text": words[:400_000]}]
         cells += [{"r0": r, "c0": 1, "text": str(r)} for r in range(1, 501)]
         blocks = [_table(cells)]
+    elif case == "many-chunks":
+        blocks = [{"block_id": f"p{k}", "type": "paragraph", "text": "x"} for k in range(20_000)]
+        config = {"max_tokens": 1, "min_tokens": 0, "overlap_blocks": 0}
     else:
         raise SystemExit(f"unknown case {case!r}: one of {', '.join(CASES)}")
     return {"document_id": "d", "blocks": blocks, "config": config}
+
+
+def _body(case: str) -> str:
+    return json.dumps(request_of(case), separators=(",", ":"))
 
 
 def _rss_mb() -> float:
@@ -97,7 +109,7 @@ def measure(case: str) -> str:
     from longparser import chunk_request
     from worker.serialization import InlineRequest
 
-    body = json.dumps(request_of(case), separators=(",", ":"))
+    body = _body(case)
     warm = {"document_id": "w", "blocks": [{"block_id": "b", "type": "paragraph", "text": "Warm."}]}
     chunk_request(InlineRequest.model_validate_json(json.dumps(warm))).model_dump_json()
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_BYTES, ADDRESS_SPACE_BYTES))
@@ -124,9 +136,17 @@ def main() -> None:
         return
     print("| case | request | peak RSS growth | chunk text | time | outcome |\n|---|---|---|---|---|---|")
     for case in sys.argv[1:] or CASES:
+        code_root = os.environ.get("LONGPARSER_BENCH_CODE_ROOT", str(ROOT))
         done = subprocess.run([sys.executable, __file__, "--one", case], cwd=ROOT, capture_output=True,
-                              text=True, check=False, env={"PYTHONPATH": str(ROOT)})
-        print(done.stdout.strip() or f"| {case} | crashed: {done.stderr.strip().splitlines()[-1:]} |")
+                              text=True, check=False, env={"PYTHONPATH": code_root})
+        print(done.stdout.strip() or f"| {case} | {len(_body(case)) / 1024:,.0f} KB | "
+              f"aborted (exit {done.returncode}: {_last_error(done.stderr)}) |")
+
+
+def _last_error(stderr: str) -> str:
+    """The line saying why a case's interpreter died (Rust code that cannot allocate panics)."""
+    lines = [line for line in stderr.splitlines() if "memory" in line.lower() or "panicked" in line]
+    return (lines or stderr.strip().splitlines()[-1:] or ["no output"])[0][:80]
 
 
 if __name__ == "__main__":
