@@ -15,14 +15,18 @@ Cases (every one a request of at most 1 MB):
   every row writes every column's name);
 * ``header-line``: the same table as ``pipe`` (the header line at the top of every batch);
 * ``title``: a 400,000-character one-sentence caption, ``table_titles``, 2,000 one-cell rows;
-* ``lead-in``: a 400,000-character list lead-in and 10,000 one-word items, ``max_tokens`` 8;
+* ``lead-in``: a 400,000-character list lead-in and 5,000 one-word items, ``max_tokens`` 8 (a
+  piece per item: about the most chunks the chunk cap lets its text make);
 * ``breadcrumb``: a 300,000-character section title, ``heading_context``, and a table of 10,000
   one-cell rows in that section;
 * ``merged-header``: a 100,000-character header cell spanning 500 columns over a row of
   sub-headers, 400 data rows (every column's name holds the spanning text);
 * ``spanned-cell``: a 400,000-character cell spanning 500 rows beside 500 one-cell rows;
-* ``many-chunks`` (no repetition, for comparison): 20,000 one-word paragraphs, ``max_tokens`` 1,
-  ``overlap_blocks`` 0: a chunk per block, what any chunk costs.
+* ``many-chunks`` (no repetition): 20,000 one-word paragraphs, ``max_tokens`` 1,
+  ``overlap_blocks`` 0: a chunk per block (over the chunk cap: refused);
+* ``chunk-cap``: about the most chunks the chunk cap lets a 1 MB request make: 5,700
+  paragraphs of 120 characters, ``max_tokens`` 20, a chunk each (the cap for their text is
+  5,710).
 
 Usage:
     .venv/bin/python bench/bench_amplification.py [CASE ...]
@@ -42,7 +46,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ("header-per-row", "header-line", "title", "lead-in", "breadcrumb", "merged-header", "spanned-cell",
-         "many-chunks")
+         "many-chunks", "chunk-cap")
 ADDRESS_SPACE_BYTES = 1536 * 2**20
 
 
@@ -68,7 +72,7 @@ def request_of(case: str) -> dict[str, Any]:
         config = {"table_titles": True}
     elif case == "lead-in":
         lead = {"block_id": "p1", "type": "paragraph", "text": words[:400_000].rstrip() + " as follows:"}
-        items = [{"block_id": f"i{k}", "type": "list_item", "text": "x"} for k in range(10_000)]
+        items = [{"block_id": f"i{k}", "type": "list_item", "text": "x"} for k in range(5_000)]
         blocks = [lead, *items]
         config = {"max_tokens": 8, "min_tokens": 0}
     elif case == "breadcrumb":
@@ -90,6 +94,10 @@ def request_of(case: str) -> dict[str, Any]:
     elif case == "many-chunks":
         blocks = [{"block_id": f"p{k}", "type": "paragraph", "text": "x"} for k in range(20_000)]
         config = {"max_tokens": 1, "min_tokens": 0, "overlap_blocks": 0}
+    elif case == "chunk-cap":
+        text = ("lorem ipsum dolor sit amet " * 5)[:119] + "."
+        blocks = [{"block_id": f"p{k}", "type": "paragraph", "text": text} for k in range(5_700)]
+        config = {"max_tokens": 20, "min_tokens": 0, "overlap_blocks": 0}
     else:
         raise SystemExit(f"unknown case {case!r}: one of {', '.join(CASES)}")
     return {"document_id": "d", "blocks": blocks, "config": config}

@@ -32,6 +32,7 @@ from typing import Any
 from longparser.breadcrumbs import breadcrumb, embed_text
 from longparser.budget import Budget
 from longparser.build import Draft, to_chunk
+from longparser.errors import RequestRefused
 from longparser.fit import block_parts, fit_all
 from longparser.hierarchy import DerivedPaths, context_warnings
 from longparser.ids import chunk_ids
@@ -43,7 +44,7 @@ from longparser.packing import pack_prose
 from longparser.prepare import prepare
 from longparser.preset import expanded, resolve
 from longparser.quality import ChunkScorer
-from longparser.repeats import short_path
+from longparser.repeats import CHUNK_CAP_FLOOR, TEXT_CHARS_PER_CHUNK, chunk_cap, short_path
 from longparser.resources import NO_RESOURCES, Resources
 from longparser.sections import ProseSeg, Section, TableSeg, group_sections
 from longparser.semantic import section_boundaries
@@ -174,6 +175,18 @@ def _section_titles(draft: Draft, budget: Budget) -> tuple[list[str] | None, lis
     return short_path(draft.path), short_path(titles)
 
 
+def _within_chunk_cap(chunks: int, input_chars: int) -> None:
+    """Refuse a request that would make more chunks than :func:`~longparser.repeats.chunk_cap`
+    allows for its text (each chunk costs a worker a few KB, however short)."""
+    cap = chunk_cap(input_chars)
+    if chunks > cap:
+        raise RequestRefused(
+            f"the request makes {chunks} chunks, over the cap of {cap} for its {input_chars} characters "
+            f"of text ({CHUNK_CAP_FLOOR} + one per {TEXT_CHARS_PER_CHUNK}): raise max_tokens or "
+            "table_rows_per_chunk"
+        )
+
+
 def _ms(start: float, end: float) -> float:
     return round((end - start) * 1000.0, 3)
 
@@ -203,7 +216,8 @@ def chunk_blocks(
             into a request); the message is one line naming the block and field, and suggests
             the field a config typo meant.
         RequestRefused: the config asks for a resource ``resources`` lacks (the model's counter,
-            a tokenizer), or for chunks larger than the tokenizer's window (strict mode).
+            a tokenizer), or for chunks larger than the tokenizer's window (strict mode), or the
+            request would make more chunks than its text allows (:func:`~longparser.repeats.chunk_cap`).
     """
     t0 = time.perf_counter()
     requested, res = _as_config(config), resources if resources is not None else NO_RESOURCES
@@ -220,6 +234,7 @@ def chunk_blocks(
     starts, semantic = _semantic(sections, cfg, res)
     t4 = time.perf_counter()
     drafts = build_drafts(sections, starts, cfg, budget)
+    _within_chunk_cap(len(drafts), budget.repeats.input_chars)
     if semantic.available:  # the boundaries between the chunks as emitted
         semantic = semantic.model_copy(update={"boundaries": sum(draft.after_boundary for draft in drafts)})
     t5 = time.perf_counter()

@@ -19,12 +19,21 @@ hold is written in its short form instead (:func:`short_form`, or a table's plai
 :mod:`longparser.table_chunks`), so what the engine writes stays within a few times its input
 whatever the request. A real document repeats a small fraction of the allowance and is chunked
 as if there were none.
+
+The other way a short request makes a large result is many small chunks: each chunk costs a
+worker a few KB whatever its text (its model, metadata and quality scores, its JSON), so 1 MB of
+one-word blocks with ``max_tokens`` 1 made 20,000 chunks and 100 MB. A call makes at most
+:func:`chunk_cap` chunks: :data:`CHUNK_CAP_FLOOR` plus one per :data:`TEXT_CHARS_PER_CHUNK`
+characters of input text (about one per 100 tokens); a request that would make more is refused
+(``RequestRefused``, naming the numbers) before its chunks are built.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+CHUNK_CAP_FLOOR = 4_000
+TEXT_CHARS_PER_CHUNK = 400  # beyond the floor, one chunk per this many characters of input text
 REPEAT_ALLOWANCE_CHARS = 2_000_000
 REPEATS_PER_INPUT_CHAR = 4
 SHORT_FORM_CHARS = 48  # a short form: the text's first words, at most this many characters
@@ -51,16 +60,24 @@ def short_path(titles: Sequence[str]) -> list[str]:
     return [ELLIPSIS, short_form(titles[-1])] if len(titles) > 1 else [short_form(titles[0])]
 
 
-class RepeatAllowance:
-    """The characters of repeated text one call may still write whole."""
+def chunk_cap(input_chars: int) -> int:
+    """The most chunks a call with ``input_chars`` characters of input text may make."""
+    return CHUNK_CAP_FLOOR + input_chars // TEXT_CHARS_PER_CHUNK
 
-    __slots__ = ("left",)
+
+class RepeatAllowance:
+    """The characters of repeated text one call may still write whole (``left``), and the
+    characters of input text read so far (``input_chars``)."""
+
+    __slots__ = ("input_chars", "left")
 
     def __init__(self, chars: int | None = None) -> None:
         self.left = REPEAT_ALLOWANCE_CHARS if chars is None else chars
+        self.input_chars = 0
 
     def grow(self, input_chars: int) -> None:
         """Count ``input_chars`` more characters of input text (see the module doc)."""
+        self.input_chars += input_chars
         self.left += REPEATS_PER_INPUT_CHAR * input_chars
 
     def take(self, chars: int) -> bool:

@@ -13,6 +13,9 @@ before asserting:
 * text repeated without bound (a table's 5,000-character column names in each of 2,000 row
   records; a 100,000-character header spanning 500 columns, said in each column's name) is
   chunked, SUCCESS, its repetitions in their short forms (longparser/repeats.py);
+* a request of more chunks than its text allows (20,000 one-word paragraphs, ``max_tokens`` 1)
+  ends as a FAILURE record, ``RequestRefused``, giving the numbers; one just under the cap
+  (5,700 chunks in 1 MB) is chunked;
 * every message is delivered once, no process grows by 64 MB or more, no pool child is replaced.
 
 ``LONGPARSER_FAULTS_CODE_ROOT=/work/base`` runs the worker from another checkout for the
@@ -99,6 +102,9 @@ SCENARIOS: list[tuple[str, Callable[[], list[dict[str, Any]] | dict[str, Any]], 
     ("table at the area cap (accepted)", _at_the_cap, "", "SUCCESS", ""),
     ("10 column names of 5,000 chars, 2,000 rows", lambda: _amplifying("header-per-row"), "", "SUCCESS", ""),
     ("100,000-char header over 500 columns", lambda: _amplifying("merged-header"), "", "SUCCESS", ""),
+    ("20,000 one-word paragraphs, max_tokens 1", lambda: _amplifying("many-chunks"), "",
+     "FAILURE RequestRefused", "the request makes 20000 chunks, over the cap of 4050"),
+    ("5,700 chunks of 120 chars (the chunk cap)", lambda: _amplifying("chunk-cap"), "", "SUCCESS", ""),
 ]
 
 
@@ -113,7 +119,7 @@ def _finished(worker: Any, task_id: str) -> bool:
 
 
 IDS = ["spans-400", "spans-1000", "span-1000x1000", "id-newline", "text-misnamed", "at-cap", "header-per-row",
-       "merged-header"]
+       "merged-header", "many-chunks", "chunk-cap"]
 
 
 @pytest.mark.parametrize(("scenario", "blocks", "suffix", "expected", "error"), SCENARIOS, ids=IDS)

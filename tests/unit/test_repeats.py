@@ -13,12 +13,16 @@ import pytest
 from bench.bench_amplification import CASES, request_of
 from longparser import chunk_blocks, chunk_request
 from longparser import repeats as repeats_module
+from longparser.errors import RequestRefused
 from longparser.repeats import (
+    CHUNK_CAP_FLOOR,
     DITTO,
     ELLIPSIS,
     REPEATS_PER_INPUT_CHAR,
     SHORT_FORM_CHARS,
+    TEXT_CHARS_PER_CHUNK,
     RepeatAllowance,
+    chunk_cap,
     short_form,
     short_path,
 )
@@ -166,7 +170,31 @@ def test_section_titles_within_the_allowance_are_written_whole():
     assert chunk.section_path == path and chunk.embed_text == "\n".join([*path, "Text."])
 
 
-@pytest.mark.parametrize("case", CASES)
+def _paragraphs(n: int, text: str) -> list[dict[str, Any]]:
+    return [{"block_id": f"p{k}", "type": "paragraph", "text": text} for k in range(n)]
+
+
+SMALL = {"max_tokens": 1, "min_tokens": 0, "overlap_blocks": 0}
+
+
+def test_a_request_making_more_chunks_than_its_text_allows_is_refused_with_the_numbers():
+    n = CHUNK_CAP_FLOOR + 100  # one character each: the cap is CHUNK_CAP_FLOOR + 10
+    with pytest.raises(RequestRefused) as refused:
+        chunk_blocks(_paragraphs(n, "x"), SMALL)
+    assert str(refused.value) == (
+        f"the request makes {n} chunks, over the cap of {chunk_cap(n)} for its {n} characters of text "
+        f"({CHUNK_CAP_FLOOR} + one per {TEXT_CHARS_PER_CHUNK}): raise max_tokens or table_rows_per_chunk")
+
+
+def test_the_chunk_cap_grows_with_the_text():
+    assert chunk_cap(0) == CHUNK_CAP_FLOOR
+    assert chunk_cap(10 * TEXT_CHARS_PER_CHUNK) == CHUNK_CAP_FLOOR + 10
+    text = "y" * TEXT_CHARS_PER_CHUNK  # one token with the estimate: a chunk per paragraph
+    n = CHUNK_CAP_FLOOR + 50
+    assert len(chunk_blocks(_paragraphs(n, text), SMALL).chunks) == n
+
+
+@pytest.mark.parametrize("case", [case for case in CASES if case != "many-chunks"])
 def test_crafted_repetition_writes_a_few_times_its_request(case: str):
     """Each crafted request of the bench (up to 1 MB) writes at most its allowance (2,000,000 +
     4 per input character) and a short form per chunk, where before the fix it wrote 100 MB to
@@ -177,3 +205,9 @@ def test_crafted_repetition_writes_a_few_times_its_request(case: str):
                   for c in result.chunks)
     bound = repeats_module.REPEAT_ALLOWANCE_CHARS + (1 + REPEATS_PER_INPUT_CHAR) * len(body)
     assert written <= bound + 4 * SHORT_FORM_CHARS * len(result.chunks), (case, written)
+
+
+def test_a_request_of_one_chunk_per_tiny_block_is_refused():
+    body = json.dumps(request_of("many-chunks"))
+    with pytest.raises(RequestRefused, match="the request makes 20000 chunks, over the cap of 4050"):
+        chunk_request(InlineRequest.model_validate_json(body))
