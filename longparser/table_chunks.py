@@ -50,6 +50,16 @@ on its own line at the top of a chunk, before the header line:
   a repeated lead-in: ``metadata.title_repeated``) at the top of every later row chunk and of
   the schema chunk, which then comes after the rows: every chunk says which table it is.
 
+Repeated text (:mod:`longparser.repeats`): what a table's rows repeat (the column names of
+``row_record`` and ``labelled`` rows, long texts written again, the key column and its name in
+every band) is counted from the grid and charged to the call's allowance before any row is
+written; where the allowance cannot hold it, the table is written in its plain form: ``pipe``
+rows (``metadata.table_format`` ``pipe``) where a text of more than
+:data:`~longparser.repeats.SHORT_FORM_CHARS` characters already written in the table reads
+:data:`~longparser.repeats.DITTO`, and a later band's key column and its name their short forms.
+The title and header line repeated in later batches are charged once the batches are known;
+beyond the allowance each is its short form.
+
 Fallback: a table block without cells becomes one ``table`` chunk of its text
 (``table_format`` ``text``); a structured table without data rows becomes one ``table``
 chunk holding its header line.
