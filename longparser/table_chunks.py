@@ -67,7 +67,7 @@ chunk holding its header line.
 
 from __future__ import annotations
 
-from itertools import accumulate
+from itertools import accumulate, chain
 from operator import itemgetter
 from typing import Any, NamedTuple
 
@@ -299,10 +299,12 @@ def repeated_row_chars(grid: Grid, bands: list[list[int]], fmt: str) -> int:
     written again (a spanning cell at the positions it covers, the key column in every band)."""
     n_rows = len(grid.rows)
     named = fmt in ("row_record", "labelled")
-    long_chars = [sum(len(text) for text in column if len(text) > SHORT_FORM_CHARS)
-                  for column in zip(*grid.rows, strict=True)] if n_rows else [0] * len(grid.columns)
-    distinct = sum(map(len, {text for row in grid.rows for text in row if len(text) > SHORT_FORM_CHARS}))
-    total = -distinct + (len(bands) - 1) * len(grid.columns[0])  # the key's name, said in every band
+    long_chars = [0] * len(grid.columns)
+    total = (len(bands) - 1) * len(grid.columns[0])  # the key's name, said in every band
+    if max(map(len, chain.from_iterable(grid.rows)), default=0) > SHORT_FORM_CHARS:  # one C pass
+        long_chars = [sum(len(text) for text in column if len(text) > SHORT_FORM_CHARS)
+                      for column in zip(*grid.rows, strict=True)]
+        total -= sum(map(len, {text for row in grid.rows for text in row if len(text) > SHORT_FORM_CHARS}))
     for cols in bands:
         total += sum(long_chars[c] for c in cols)
         if named:
