@@ -152,27 +152,31 @@ def finalize(
     chunks = []
     pieces = block_parts(drafts) if budget.strict else None
     idents = chunk_ids(document_id, [(draft.kind, draft.primary_texts()) for draft in drafts])
+    crumbs = [breadcrumb(draft) for draft in drafts] if budget.with_breadcrumb else None
+    whole = _section_titles_whole(drafts, crumbs, budget)
     for index, draft in enumerate(drafts):
         if pieces and pieces[index]:
             draft.meta["block_parts"] = pieces[index]
         text, sources = draft.text, draft.sources
         quality, components = score(text, [(rec.confidence, len(rec.text)) for rec in sources])
-        path, titles = _section_titles(draft, budget)
-        to_embed = embed_text(draft, text, titles) if budget.with_breadcrumb else None
+        path = None if whole else short_path(draft.path)
+        to_embed = None
+        if crumbs is not None:
+            to_embed = embed_text(draft, text, crumbs[index] if whole else short_path(crumbs[index]))
         tokens = draft.tokens(counter)
         chunks.append(to_chunk(draft, idents[index], text, tokens, quality, components, sources, to_embed,
                                path))
     return chunks
 
 
-def _section_titles(draft: Draft, budget: Budget) -> tuple[list[str] | None, list[str] | None]:
-    """What a chunk writes of its section's titles, ``(section_path, breadcrumb)``: the whole path
-    (None) and breadcrumb while the call's allowance of repeated text holds them (every chunk of
-    a section writes them again), else their short forms."""
-    titles = breadcrumb(draft) if budget.with_breadcrumb else []
-    if budget.repeats.take(sum(map(len, draft.path)) + sum(map(len, titles))):
-        return None, titles
-    return short_path(draft.path), short_path(titles)
+def _section_titles_whole(drafts: list[Draft], crumbs: list[list[str]] | None, budget: Budget) -> bool:
+    """Whether the chunks write their section's titles whole (``section_path`` and breadcrumb):
+    every chunk of a section writes them again, so all of them are charged together to the
+    call's allowance of repeated text; beyond it every chunk writes their short forms."""
+    chars = sum([len(title) for draft in drafts for title in draft.path])
+    if crumbs is not None:
+        chars += sum([len(title) for titles in crumbs for title in titles])
+    return budget.repeats.take(chars)
 
 
 def _within_chunk_cap(chunks: int, input_chars: int) -> None:

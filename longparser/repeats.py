@@ -38,7 +38,8 @@ REPEAT_ALLOWANCE_CHARS = 2_000_000
 REPEATS_PER_INPUT_CHAR = 4
 SHORT_FORM_CHARS = 48  # a short form: the text's first words, at most this many characters
 ELLIPSIS = "…"
-DITTO = "〃"  # a table's plain form writes a long text once; later copies read "same as before"
+DITTO = "〃"  # a table's plain form writes a text once; later copies read "same as before"
+DITTO_MIN_CHARS = 4  # shorter texts are cheaper written again than a ditto mark with its reader
 
 
 def short_form(text: str) -> str:

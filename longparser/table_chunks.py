@@ -54,8 +54,8 @@ Repeated text (:mod:`longparser.repeats`): what a table's rows repeat (the colum
 ``row_record`` and ``labelled`` rows, long texts written again, the key column and its name in
 every band) is counted from the grid and charged to the call's allowance before any row is
 written; where the allowance cannot hold it, the table is written in its plain form: ``pipe``
-rows (``metadata.table_format`` ``pipe``) where a text of more than
-:data:`~longparser.repeats.SHORT_FORM_CHARS` characters already written in the table reads
+rows (``metadata.table_format`` ``pipe``) where a text of
+:data:`~longparser.repeats.DITTO_MIN_CHARS` characters or more already written in the table reads
 :data:`~longparser.repeats.DITTO`, and a later band's key column and its name their short forms.
 The title and header line repeated in later batches are charged once the batches are known;
 beyond the allowance each is its short form.
@@ -75,7 +75,7 @@ from longparser.budget import Budget
 from longparser.build import LINE_SEPARATOR, Draft, Part, TableRows
 from longparser.cutting import sentence_starts
 from longparser.prepare import Rec
-from longparser.repeats import DITTO, SHORT_FORM_CHARS, short_form
+from longparser.repeats import DITTO, DITTO_MIN_CHARS, short_form
 from longparser.sections import Section, TableSeg
 from longparser.tables import Grid, column_profiles
 from schemas import ChunkingConfig
@@ -293,37 +293,32 @@ def row_form(grid: Grid, config: ChunkingConfig, budget: Budget) -> RowForm:
 
 
 def repeated_row_chars(grid: Grid, bands: list[list[int]], fmt: str) -> int:
-    """The characters a table's rows repeat, counted from the grid before any row is written:
-    the column names every row record writes (``row_record``, ``labelled``), the key column's
-    name in every band, and each long text (over :data:`~longparser.repeats.SHORT_FORM_CHARS`)
-    written again (a spanning cell at the positions it covers, the key column in every band)."""
-    n_rows = len(grid.rows)
-    named = fmt in ("row_record", "labelled")
-    long_chars = [0] * len(grid.columns)
-    total = (len(bands) - 1) * len(grid.columns[0])  # the key's name, said in every band
-    if max(map(len, chain.from_iterable(grid.rows)), default=0) > SHORT_FORM_CHARS:  # one C pass
-        long_chars = [sum(len(text) for text in column if len(text) > SHORT_FORM_CHARS)
-                      for column in zip(*grid.rows, strict=True)]
-        total -= sum(map(len, {text for row in grid.rows for text in row if len(text) > SHORT_FORM_CHARS}))
-    for cols in bands:
-        total += sum(long_chars[c] for c in cols)
-        if named:
-            total += n_rows * sum(len(grid.columns[c]) for c in cols
-                                  if fmt == "row_record" or c not in grid.label_columns)
+    """The characters a table's rows repeat, counted from the grid before any row is written (in
+    C passes): the column names every row record writes (``row_record``, ``labelled``), the text
+    the rows write beyond the cells' own (a spanning cell at every position it covers), and the
+    key column and its name in every band after the first."""
+    total = max(0, sum(map(len, chain.from_iterable(grid.rows))) - grid.text_chars)
+    if len(bands) > 1:
+        key = len(grid.columns[0]) + sum(map(len, map(itemgetter(0), grid.rows)))
+        total += (len(bands) - 1) * key
+    if fmt in ("row_record", "labelled"):
+        for cols in bands:
+            total += len(grid.rows) * sum(len(grid.columns[c]) for c in cols
+                                          if fmt == "row_record" or c not in grid.label_columns)
     return total
 
 
 def render_plain(grid: Grid, cols: list[int], rows: list[list[str]], written: set[str],
                  later_band: bool) -> list[str]:
-    """Rows in the plain form: ``pipe`` lines where a long text (over
-    :data:`~longparser.repeats.SHORT_FORM_CHARS`) already written in the table reads
-    :data:`~longparser.repeats.DITTO`, and the key column of a later band its short form."""
+    """Rows in the plain form: ``pipe`` lines where a text of
+    :data:`~longparser.repeats.DITTO_MIN_CHARS` characters or more already written in the table
+    reads :data:`~longparser.repeats.DITTO`, and the key column of a later band its short form."""
     lines = []
     for row in rows:
         cells = []
         for c in cols:
             text = row[c]
-            if len(text) > SHORT_FORM_CHARS:
+            if len(text) >= DITTO_MIN_CHARS:
                 if later_band and c == cols[0]:
                     text = short_form(text)
                 elif text in written:

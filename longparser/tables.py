@@ -87,6 +87,7 @@ class Grid:
         groups: each column's first header text when its name joins several (a spanning header
             over sub-headers: ``Count`` of ``Count / Train``), else "" (None: no column has one).
         unnamed: the columns whose header rows hold no text (their name is ``col_<i>``).
+        text_chars: the characters of its cells' texts as given (each cell once).
     """
 
     columns: list[str]
@@ -94,6 +95,7 @@ class Grid:
     label_columns: list[int]
     groups: list[str] | None = None  # each column's first header text when it has several, else ""
     unnamed: frozenset[int] = frozenset()
+    text_chars: int = 0
 
     def label(self, row: list[str]) -> str:
         """The row's label: the distinct texts of its label columns, joined by `` / ``."""
@@ -303,8 +305,9 @@ def build_grid(
     grid = [flat[k : k + width] for k in range(0, len(flat), width)]
     header_rows = _flagged_rows(cells, row_ids) or (_inferred_header_rows(grid) if infer_header else [])
     header_texts = [_header_texts(grid, header_rows, c) for c in range(len(col_ids))]
+    text_chars = sum(map(len, texts))
     if repeats is not None:
-        repeats.grow(sum(map(len, texts)))
+        repeats.grow(text_chars)
         if not repeats.take(_repeated_header_chars(header_texts)):
             header_texts = _short_repeats(header_texts)
     columns, groups, unnamed = [], [], set()
@@ -316,7 +319,8 @@ def build_grid(
     skip = set(header_rows)
     data = [row for r, row in enumerate(grid) if r not in skip and any(row)]
     label_columns = _label_columns(cells, col_ids, skip, row_ids) if any(map(_ROW_HEADER, cells)) else []
-    return Grid(columns, data, label_columns or [_first_telling_column(data)], groups, frozenset(unnamed))
+    return Grid(columns, data, label_columns or [_first_telling_column(data)], groups, frozenset(unnamed),
+                text_chars)
 
 
 def _all_match(pattern: re.Pattern[str], values: str) -> bool:
