@@ -36,7 +36,8 @@ def _collapsed(text: str) -> str:
     return " ".join(text.split())
 
 
-def embed_text(draft: Draft, text: str) -> str:
-    """``text`` (the draft's final text) after its breadcrumb."""
-    titles = breadcrumb(draft)
+def embed_text(draft: Draft, text: str, titles: list[str] | None = None) -> str:
+    """``text`` (the draft's final text) after its breadcrumb (``titles``: what is written of it,
+    when not the whole :func:`breadcrumb`)."""
+    titles = breadcrumb(draft) if titles is None else titles
     return BREADCRUMB_SEPARATOR.join([*titles, text]) if titles else text

@@ -18,6 +18,7 @@ from typing import TypeVar
 from longparser.breadcrumbs import BREADCRUMB_SEPARATOR, breadcrumb
 from longparser.build import Draft
 from longparser.errors import RequestRefused
+from longparser.repeats import RepeatAllowance
 from longparser.tokens import TokenCounter, count
 
 REPEAT_SHARE = 0.5  # repeated text (breadcrumb, lead-in, header line) may take this much
@@ -33,6 +34,8 @@ class Budget:
         strict: ``chunk_limit`` is a maximum of every chunk's emitted text (else a target).
         with_breadcrumb: the emitted text counted in strict mode is ``embed_text``.
         repeat_tokens: the most tokens repeated text may take in a strict chunk.
+        repeats: the characters of repeated text the call may still write whole
+            (:mod:`longparser.repeats`).
     """
 
     def __init__(
@@ -41,6 +44,7 @@ class Budget:
         self.chunk_limit, self.counter = chunk_limit, counter
         self.strict, self.with_breadcrumb = strict, with_breadcrumb
         self.repeat_tokens = max(1, int(chunk_limit * REPEAT_SHARE))
+        self.repeats = RepeatAllowance()
         self._measure = lru_cache(maxsize=4096)(lambda text: counter.measure((text,))[0])
         if strict and (smallest := count(counter, "a")) > chunk_limit:
             raise RequestRefused(

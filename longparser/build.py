@@ -228,9 +228,10 @@ class Draft:
         """Put repeated ``text`` (ending with its separator; measuring ``units``) before the body."""
         self.prefix, self.prefix_units = text, units
 
-    def repeat_lead_in(self, lead_in: Rec) -> None:
-        """Repeat the list lead-in ``lead_in`` before the body, on its own line."""
-        self.set_prefix(lead_in.text + LINE_SEPARATOR, lead_in.units)
+    def repeat_lead_in(self, lead_in: Rec, line: str, units: int) -> None:
+        """Repeat the list lead-in ``lead_in`` before the body: ``line`` (its text or its short
+        form, and :data:`LINE_SEPARATOR`; one string shared by every piece), measuring ``units``."""
+        self.set_prefix(line, units)
         self.repeated_lead_in = lead_in
 
 
@@ -268,15 +269,16 @@ def chunk_metadata(draft: Draft, quality: dict[str, Any]) -> dict[str, Any]:
 
 def to_chunk(
     draft: Draft, chunk_id: str, text: str, token_count: int, score: float, quality: dict[str, Any],
-    sources: list[Rec], embed_text: str | None = None,
+    sources: list[Rec], embed_text: str | None = None, section_path: list[str] | None = None,
 ) -> Chunk:
-    """Build the output chunk of ``draft`` (``sources``: its :attr:`Draft.sources`)."""
+    """Build the output chunk of ``draft`` (``sources``: its :attr:`Draft.sources`; ``section_path``:
+    what is written of the draft's path, when not the whole path)."""
     return _validate_chunk({
         "chunk_id": chunk_id,
         "text": text,
         "token_count": token_count,
         "chunk_type": draft.kind,
-        "section_path": list(draft.path),
+        "section_path": list(draft.path) if section_path is None else section_path,
         "page_numbers": sorted({rec.page for rec in sources} - _NO_PAGE),
         "block_ids": [rec.block_id for rec in sources],
         "overlap_with_previous": bool(draft.overlap_ids),

@@ -4,7 +4,9 @@ The lead-in and the items form one ``list`` chunk when their token sum fits ``ma
 Otherwise the run is split at bullet boundaries, never inside a bullet: the first piece holds
 the lead-in (primary content) and as many items as fit; every later piece starts with the
 lead-in repeated (``prefix``; its id is NOT in the piece's block_ids; metadata
-``lead_in_repeated`` / ``lead_in_block_id``), so no piece loses what it is a list of.
+``lead_in_repeated`` / ``lead_in_block_id``), so no piece loses what it is a list of. The
+repetitions are charged to the call's allowance of repeated text (:mod:`longparser.repeats`);
+where it cannot hold them all, every piece repeats the lead-in's short form instead.
 
 Decisions: the repeated lead-in counts towards every piece's budget (a piece of items plus
 its repeated lead-in aims at the target); a piece always holds at least one item (a lead-in is never
@@ -18,6 +20,7 @@ from collections.abc import Callable
 from longparser.budget import Budget
 from longparser.build import LINE_SEPARATOR, Draft, parts_of
 from longparser.prepare import Rec
+from longparser.repeats import short_form
 from longparser.sections import ListSeg, Section
 
 
@@ -48,12 +51,17 @@ def list_groups(
 def list_drafts(seg: ListSeg, section: Section, budget: Budget) -> list[Draft]:
     """List drafts for one run of list items (and its optional lead-in)."""
     lead = seg.lead
+    repeated = (lead.text + LINE_SEPARATOR, lead.units) if lead is not None else ("", 0)
 
     def draft_of(group: list[Rec]) -> Draft:
         draft = Draft(parts_of(group, LINE_SEPARATOR), "list", section)
         draft.lead_in = lead
         if lead is not None and group[0] is not lead:
-            draft.repeat_lead_in(lead)
+            draft.repeat_lead_in(lead, *repeated)
         return draft
 
-    return [draft_of(group) for group in list_groups(lead, seg.items, budget.packer(draft_of))]
+    groups = list_groups(lead, seg.items, budget.packer(draft_of))
+    if lead is not None and not budget.repeats.take(len(lead.text) * (len(groups) - 1)):
+        text = short_form(lead.text)
+        repeated = (text + LINE_SEPARATOR, budget.measure(text))
+    return [draft_of(group) for group in groups]

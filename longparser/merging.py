@@ -61,7 +61,10 @@ def merge_pair(earlier: Draft, later: Draft, target: Draft) -> Draft:
     if later.repeated_lead_in is not None and not _holds_lead_in(earlier, later.repeated_lead_in):
         # the later piece's repeated lead-in stays in the text, inline
         lead_in = later.repeated_lead_in
-        later_parts[:1] = [Part(lead_in, lead_in.text, lead_in.units, repeated=True),
+        # what the later piece repeats of it: its prefix (the lead-in or its short form)
+        text, units = ((later.prefix.removesuffix(LINE_SEPARATOR), later.prefix_units) if later.prefix
+                       else (lead_in.text, lead_in.units))
+        later_parts[:1] = [Part(lead_in, text, units, repeated=True),
                            later_parts[0].after(LINE_SEPARATOR)]
         repeated = repeated or lead_in
     later_parts[0] = later_parts[0].after(MERGE_SEPARATOR)

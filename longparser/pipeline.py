@@ -35,9 +35,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from longparser.breadcrumbs import embed_text
+from longparser.breadcrumbs import breadcrumb, embed_text
 from longparser.budget import Budget
 from longparser.build import Draft, to_chunk
+from longparser.errors import RequestRefused
 from longparser.fit import block_parts, fit_all
 from longparser.hierarchy import DerivedPaths, context_warnings
 from longparser.ids import chunk_ids
@@ -49,6 +50,7 @@ from longparser.packing import pack_prose
 from longparser.prepare import prepare
 from longparser.preset import expanded, resolve
 from longparser.quality import ChunkScorer
+from longparser.repeats import CHUNK_CAP_FLOOR, TEXT_CHARS_PER_CHUNK, chunk_cap, short_path
 from longparser.resources import NO_RESOURCES, Resources
 from longparser.sections import ProseSeg, Section, TableSeg, group_sections
 from longparser.semantic import section_boundaries
@@ -188,14 +190,20 @@ def finalize(drafts: list[Draft], document_id: str | None, resources: Resources,
     chunks = []
     pieces = block_parts(drafts) if budget.strict else None
     idents = chunk_ids(document_id, [(draft.kind, draft.primary_texts()) for draft in drafts])
+    crumbs = [breadcrumb(draft) for draft in drafts] if budget.with_breadcrumb else None
+    whole = _section_titles_whole(drafts, crumbs, budget)
     for index, draft in enumerate(drafts):
         if pieces and pieces[index]:
             draft.meta["block_parts"] = pieces[index]
         text, sources = draft.text, draft.sources
         quality, components = score(text, [(rec.confidence, len(rec.text)) for rec in sources])
-        to_embed = embed_text(draft, text) if budget.with_breadcrumb else None
+        path = None if whole else short_path(draft.path)
+        to_embed = None
+        if crumbs is not None:
+            to_embed = embed_text(draft, text, crumbs[index] if whole else short_path(crumbs[index]))
         tokens = draft.tokens(counter)
-        chunks.append(to_chunk(draft, idents[index], text, tokens, quality, components, sources, to_embed))
+        chunks.append(to_chunk(draft, idents[index], text, tokens, quality, components, sources, to_embed,
+                               path))
     return chunks
 
 
@@ -205,6 +213,28 @@ def request_warnings(config: ChunkingConfig) -> list[str]:
     for warning in warnings:
         logger.warning("config: %s", warning)
     return warnings
+
+
+def _section_titles_whole(drafts: list[Draft], crumbs: list[list[str]] | None, budget: Budget) -> bool:
+    """Whether the chunks write their section's titles whole (``section_path`` and breadcrumb):
+    every chunk of a section writes them again, so all of them are charged together to the
+    call's allowance of repeated text; beyond it every chunk writes their short forms."""
+    chars = sum([len(title) for draft in drafts for title in draft.path])
+    if crumbs is not None:
+        chars += sum([len(title) for titles in crumbs for title in titles])
+    return budget.repeats.take(chars)
+
+
+def _within_chunk_cap(chunks: int, input_chars: int) -> None:
+    """Refuse a request that would make more chunks than :func:`~longparser.repeats.chunk_cap`
+    allows for its text (each chunk costs a worker a few KB, however short)."""
+    cap = chunk_cap(input_chars)
+    if chunks > cap:
+        raise RequestRefused(
+            f"the request makes {chunks} chunks, over the cap of {cap} for its {input_chars} characters "
+            f"of text ({CHUNK_CAP_FLOOR} + one per {TEXT_CHARS_PER_CHUNK}): raise max_tokens or "
+            "table_rows_per_chunk"
+        )
 
 
 def _ms(start: float, end: float) -> float:
@@ -236,7 +266,8 @@ def chunk_blocks(
             into a request); the message is one line naming the block and field, and suggests
             the field a config typo meant.
         RequestRefused: the config asks for a resource ``resources`` lacks (the model's counter,
-            a tokenizer), or for chunks larger than the tokenizer's window (strict mode).
+            a tokenizer), or for chunks larger than the tokenizer's window (strict mode), or the
+            request would make more chunks than its text allows (:func:`~longparser.repeats.chunk_cap`).
     """
     t0 = time.perf_counter()
     requested, res = _as_config(config), resources if resources is not None else NO_RESOURCES
@@ -246,7 +277,7 @@ def chunk_blocks(
                     with_breadcrumb=cfg.heading_context)
     intake = BlockIntake(blocks)
     watched = DerivedPaths(intake)  # section paths from heading levels when the input has none
-    records, excluded, retagged = prepare(watched, cfg, counter)
+    records, excluded, retagged = prepare(watched, cfg, counter, budget.repeats)
     section_paths = watched.apply(records)
     t2 = time.perf_counter()
     sections = group_sections(records, cfg.table_titles, cfg.breadcrumb_titles)
@@ -254,6 +285,7 @@ def chunk_blocks(
     starts, semantic = _semantic(sections, cfg, res)
     t4 = time.perf_counter()
     drafts = build_drafts(sections, starts, cfg, budget)
+    _within_chunk_cap(len(drafts), budget.repeats.input_chars)
     if semantic.available:  # the boundaries between the chunks as emitted
         semantic = semantic.model_copy(update={"boundaries": sum(draft.after_boundary for draft in drafts)})
     t5 = time.perf_counter()

@@ -27,13 +27,17 @@ from __future__ import annotations
 import string
 import unicodedata
 from collections.abc import Iterable
+from operator import attrgetter
 from typing import Any
 
 from longparser.boxes import keep_box
 from longparser.equations import looks_like_equation
+from longparser.repeats import RepeatAllowance
 from longparser.tables import Grid, build_grid
 from longparser.tokens import TokenCounter
 from schemas import ChunkingConfig
+
+_TEXT = attrgetter("text")
 
 _SEPARATOR_CHARS = frozenset("_-=.·•") | frozenset(chr(c) for c in range(0x2500, 0x2580))
 # A block whose text starts with one of these is neither blank nor separator-only: unless it is a
@@ -117,11 +121,14 @@ def exclusion_reason(kind: str, text: str, has_cells: bool, exclude_headers_foot
 
 
 def prepare(
-    blocks: Iterable[dict[str, Any]], config: ChunkingConfig, counter: TokenCounter
+    blocks: Iterable[dict[str, Any]], config: ChunkingConfig, counter: TokenCounter,
+    repeats: RepeatAllowance | None = None,
 ) -> tuple[list[Rec], dict[str, int], int]:
     """Exclude, re-tag and convert blocks (their validated fields: see :mod:`longparser.intake`).
 
     Every kept block's text is measured once, in one batch (a tokenizer counter batches them).
+    ``repeats``: the call's allowance of repeated text, grown by each kept block's text and
+    charged with a table's repeated column names (:func:`~longparser.tables.build_grid`).
 
     Returns:
         ``(records, excluded_counts, equations_detected)``; ``excluded_counts`` holds only
@@ -136,6 +143,7 @@ def prepare(
     infer_header = config.table_header_inference
     last_list: list[str] | None = None
     path: tuple[str, ...] = ()
+    grown = 0  # the records whose text ``repeats`` has counted
     for pos, block in enumerate(blocks):
         kind, text, table = block["type"], block["text"], block["table"]
         cells = None if table is None else table["cells"]
@@ -150,7 +158,12 @@ def prepare(
         if block["hierarchy_path"] != last_list:  # consecutive blocks share one path tuple
             last_list = block["hierarchy_path"]
             path = tuple(last_list)
-        grid = build_grid(cells, infer_header) if kind == "table" and cells else None
+        grid = None
+        if kind == "table" and cells:
+            if repeats is not None:  # the text read so far, before the table's names are charged
+                repeats.grow(sum(map(len, map(_TEXT, records[grown:]))) + len(text))
+                grown = len(records) + 1
+            grid = build_grid(cells, infer_header, repeats)
         provenance = block["provenance"]
         rec = Rec(pos, block["block_id"], kind, text, provenance["page_number"], path,
                   block["confidence"]["overall"], grid)
@@ -158,6 +171,8 @@ def prepare(
             keep_box(rec, provenance["bbox"])
         records.append(rec)
         previous_text = text
+    if repeats is not None:
+        repeats.grow(sum(map(len, map(_TEXT, records[grown:]))))
     counted = [rec for rec in records if rec.kind != "table"]
     for rec, units in zip(counted, counter.measure([rec.text for rec in counted]), strict=True):
         rec.units, rec.tokens = units, counter.count_joined(rec.text, (units,))

@@ -50,6 +50,16 @@ on its own line at the top of a chunk, before the header line:
   a repeated lead-in: ``metadata.title_repeated``) at the top of every later row chunk and of
   the schema chunk, which then comes after the rows: every chunk says which table it is.
 
+Repeated text (:mod:`longparser.repeats`): what a table's rows repeat (the column names of
+``row_record`` and ``labelled`` rows, long texts written again, the key column and its name in
+every band) is counted from the grid and charged to the call's allowance before any row is
+written; where the allowance cannot hold it, the table is written in its plain form: ``pipe``
+rows (``metadata.table_format`` ``pipe``) where a text of
+:data:`~longparser.repeats.DITTO_MIN_CHARS` characters or more already written in the table reads
+:data:`~longparser.repeats.DITTO`, and a later band's key column and its name their short forms.
+The title and header line repeated in later batches are charged once the batches are known;
+beyond the allowance each is its short form.
+
 Fallback: a table block without cells becomes one ``table`` chunk of its text
 (``table_format`` ``text``); a structured table without data rows becomes one ``table``
 chunk holding its header line.
@@ -57,14 +67,15 @@ chunk holding its header line.
 
 from __future__ import annotations
 
-from itertools import accumulate
+from itertools import accumulate, chain
 from operator import itemgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 from longparser.budget import Budget
 from longparser.build import LINE_SEPARATOR, Draft, Part, TableRows
 from longparser.cutting import sentence_starts
 from longparser.prepare import Rec
+from longparser.repeats import DITTO, DITTO_MIN_CHARS, short_form
 from longparser.sections import Section, TableSeg
 from longparser.tables import Grid, column_profiles
 from schemas import ChunkingConfig
@@ -139,12 +150,16 @@ def label_names(grid: Grid, cols: list[int]) -> str:
     return " / ".join(grid.columns[c] for c in cols if c in grid.label_columns and c not in grid.unnamed)
 
 
-def header_line(grid: Grid, cols: list[int], fmt: str) -> str:
-    """The line naming the columns above a batch ("" for formats that name them in each row)."""
+def header_line(grid: Grid, cols: list[int], fmt: str, short_key: bool = False) -> str:
+    """The line naming the columns above a batch ("" for formats that name them in each row);
+    ``short_key``: the first column (a later band's key, named again) by its short form."""
+    names = [grid.columns[c] for c in cols]
+    if short_key:
+        names[0] = short_form(names[0])
     if fmt == "pipe":
-        return " | ".join([grid.columns[c] for c in cols])
+        return " | ".join(names)
     if fmt == "markdown":
-        names = [_markdown_cell(grid.columns[c]) for c in cols]
+        names = [_markdown_cell(name) for name in names]
         return "| " + " | ".join(names) + " |\n|" + "---|" * len(cols)
     return ""
 
@@ -161,12 +176,14 @@ class _Batcher:
 
     def __init__(self, rec: Rec, grid: Grid, cols: list[int], band: list[int] | None,
                  openings: tuple[list[Part], list[Part]], section: Section, config: ChunkingConfig,
-                 budget: Budget) -> None:
-        fmt = config.table_chunk_format
+                 budget: Budget, form: RowForm) -> None:
+        fmt = form.fmt
         self.rec, self.grid, self.cols, self.band, self.fmt = rec, grid, cols, band, fmt
         self.first_opening, self.opening = openings
         self.section = section
-        self.lines = render_rows(grid, cols, fmt, grid.rows)
+        later_band = band is not None and band[0] > 0
+        self.lines = (render_rows(grid, cols, fmt, grid.rows) if form.written is None
+                      else render_plain(grid, cols, grid.rows, form.written, later_band))
         counter = budget.counter
         self.units = counter.measure(self.lines)
         self.sums = [0, *accumulate(self.units)]
@@ -218,25 +235,99 @@ class _Batcher:
 
 
 def _row_drafts(rec: Rec, grid: Grid, titles: tuple[Part, Part] | None, section: Section,
-                config: ChunkingConfig, budget: Budget) -> list[Draft]:
+                config: ChunkingConfig, budget: Budget, form: RowForm) -> list[Draft]:
     """Row batches per column band, each opening with the table's title and header line: the
     first batch of the table with the title as its own content (``titles[0]``) and of each band
     with its header line as its own content (the column names), the others repeating them
-    (``titles[1]``, the title's first sentence)."""
-    fmt = config.table_chunk_format
+    (``titles[1]``, the title's first sentence; in their short forms where the call's allowance
+    of repeated text cannot hold them)."""
+    fmt = form.fmt
     drafts: list[Draft] = []
     for cols, band in column_bands(len(grid.columns), config.wide_table_col_threshold):
         repeated = [titles[1]] if titles is not None else []
         own = [titles[0] if not drafts else titles[1]] if titles is not None else []
         if fmt in _HEADED_FORMATS:
-            head = header_line(grid, cols, fmt)
+            head = header_line(grid, cols, fmt, form.written is not None and band is not None and band[0] > 0)
             line = Part(rec, head, budget.measure(head), LINE_SEPARATOR if repeated else "", True)
             repeated.append(line)
             own.append(line._replace(repeated=False))
         elif fmt == "labelled" and (head := label_names(grid, cols)):
             own.append(Part(rec, head, budget.measure(head), LINE_SEPARATOR if own else ""))
-        drafts.extend(_Batcher(rec, grid, cols, band, (own, repeated), section, config, budget).batches())
+        batches = _Batcher(rec, grid, cols, band, (own, repeated), section, config, budget, form).batches()
+        drafts.extend(_repeated_openings(batches, budget))
     return drafts
+
+
+def _repeated_openings(batches: list[Draft], budget: Budget) -> list[Draft]:
+    """The batches, their repeated title and header line charged to the call's allowance of
+    repeated text; where it cannot hold them, each in its short form."""
+    if budget.repeats.take(sum(len(p.text) for draft in batches for p in draft.parts if p.repeated)):
+        return batches
+    for draft in batches:
+        draft.parts = [_short_part(p, budget) if p.repeated else p for p in draft.parts]
+        draft.table_header = tuple(_short_part(p, budget) for p in draft.table_header)
+    return batches
+
+
+def _short_part(part: Part, budget: Budget) -> Part:
+    text = short_form(part.text)
+    return part if text == part.text else part._replace(text=text, units=budget.measure(text))
+
+
+class RowForm(NamedTuple):
+    """How a table's rows are written: ``fmt``, the format, and ``written`` the long texts
+    already written (``None``: the format as configured; a set: the plain form)."""
+
+    fmt: str
+    written: set[str] | None = None
+
+
+def row_form(grid: Grid, config: ChunkingConfig, budget: Budget) -> RowForm:
+    """The configured format when the call's allowance of repeated text holds what the table's
+    rows repeat (:func:`repeated_row_chars`), else the plain form (see the module doc)."""
+    fmt = config.table_chunk_format
+    bands = column_bands(len(grid.columns), config.wide_table_col_threshold)
+    if budget.repeats.take(repeated_row_chars(grid, [cols for cols, _ in bands], fmt)):
+        return RowForm(fmt)
+    return RowForm("pipe", set())
+
+
+def repeated_row_chars(grid: Grid, bands: list[list[int]], fmt: str) -> int:
+    """The characters a table's rows repeat, counted from the grid before any row is written (in
+    C passes): the column names every row record writes (``row_record``, ``labelled``), the text
+    the rows write beyond the cells' own (a spanning cell at every position it covers), and the
+    key column and its name in every band after the first."""
+    total = max(0, sum(map(len, chain.from_iterable(grid.rows))) - grid.text_chars)
+    if len(bands) > 1:
+        key = len(grid.columns[0]) + sum(map(len, map(itemgetter(0), grid.rows)))
+        total += (len(bands) - 1) * key
+    if fmt in ("row_record", "labelled"):
+        for cols in bands:
+            total += len(grid.rows) * sum(len(grid.columns[c]) for c in cols
+                                          if fmt == "row_record" or c not in grid.label_columns)
+    return total
+
+
+def render_plain(grid: Grid, cols: list[int], rows: list[list[str]], written: set[str],
+                 later_band: bool) -> list[str]:
+    """Rows in the plain form: ``pipe`` lines where a text of
+    :data:`~longparser.repeats.DITTO_MIN_CHARS` characters or more already written in the table
+    reads :data:`~longparser.repeats.DITTO`, and the key column of a later band its short form."""
+    lines = []
+    for row in rows:
+        cells = []
+        for c in cols:
+            text = row[c]
+            if len(text) >= DITTO_MIN_CHARS:
+                if later_band and c == cols[0]:
+                    text = short_form(text)
+                elif text in written:
+                    text = DITTO
+                else:
+                    written.add(text)
+            cells.append(text)
+        lines.append(" | ".join(cells))
+    return lines
 
 
 def _schema_draft(rec: Rec, grid: Grid, title: Part | None, section: Section, fmt: str,
@@ -297,8 +388,10 @@ def table_drafts(seg: TableSeg, section: Section, config: ChunkingConfig, budget
         if title is not None:
             _opened_by(title, drafts[0])
         return drafts
+    form = row_form(grid, config, budget)
+    fmt = form.fmt
     if not config.table_titles:
-        drafts = _row_drafts(rec, grid, None, section, config, budget)
+        drafts = _row_drafts(rec, grid, None, section, config, budget, form)
         if config.generate_schema_chunks:
             drafts.insert(0, _schema_draft(rec, grid, None, section, fmt, budget))
         if title is not None:
@@ -308,7 +401,8 @@ def table_drafts(seg: TableSeg, section: Section, config: ChunkingConfig, budget
     if title is not None:
         label = title_label(title.text)
         repeated = title._replace(text=label, units=budget.measure(label), repeated=True)
-    drafts = _row_drafts(rec, grid, None if title is None else (title, repeated), section, config, budget)
+    titles = None if title is None else (title, repeated)
+    drafts = _row_drafts(rec, grid, titles, section, config, budget, form)
     if config.generate_schema_chunks:
         drafts.append(_schema_draft(rec, grid, repeated, section, fmt, budget))
     return drafts

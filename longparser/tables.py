@@ -6,7 +6,9 @@ Decisions (docs/chunking.md has the rules):
   grid holds at most one row and one column per cell (the declared ``n_rows``/``n_cols`` are
   informational, and a cell at row 10**9 adds one row, not a billion: a payload cannot make
   the engine allocate a huge grid). Indices without a starting cell are skipped; a span
-  covers the existing rows/columns in its range, so it is clipped to the grid.
+  covers the existing rows/columns in its range, so it is clipped to the grid. What the
+  expansion costs (the grid, and the positions the spans cover) is bounded at validation by
+  ``schemas.blocks.MAX_TABLE_AREA``.
 * A spanning cell's text is repeated in every position it covers (a row-spanning "Region"
   then names every row it covers, so each row record stands alone; a column-spanning
   header names every column under it). Where cells overlap, the first cell wins.
@@ -49,6 +51,7 @@ from itertools import chain, compress, repeat
 from operator import add, itemgetter, mul
 from typing import TypedDict
 
+from longparser.repeats import RepeatAllowance, short_form
 from schemas.blocks import TableCell
 
 # One value; cell texts are cleaned (no newlines), so a column can be checked in ONE regex
@@ -84,6 +87,7 @@ class Grid:
         groups: each column's first header text when its name joins several (a spanning header
             over sub-headers: ``Count`` of ``Count / Train``), else "" (None: no column has one).
         unnamed: the columns whose header rows hold no text (their name is ``col_<i>``).
+        text_chars: the characters of its cells' texts as given (each cell once).
     """
 
     columns: list[str]
@@ -91,6 +95,7 @@ class Grid:
     label_columns: list[int]
     groups: list[str] | None = None  # each column's first header text when it has several, else ""
     unnamed: frozenset[int] = frozenset()
+    text_chars: int = 0
 
     def label(self, row: list[str]) -> str:
         """The row's label: the distinct texts of its label columns, joined by `` / ``."""
@@ -233,9 +238,48 @@ def _first_telling_column(rows: list[list[str]]) -> int:
     return 0
 
 
-def build_grid(cells: Sequence[TableCell], infer_header: bool = True) -> Grid:
+def _header_texts(grid: list[list[str]], header_rows: list[int], c: int) -> list[str]:
+    """Column ``c``'s distinct non-empty header texts, top down: what its name joins."""
+    parts: list[str] = []
+    for r in header_rows:
+        text = grid[r][c]
+        if text and text not in parts:
+            parts.append(text)
+    return parts
+
+
+def _repeated_header_chars(header_texts: list[list[str]]) -> int:
+    """The characters of header text the column names repeat: each text in every column it
+    names after the first (a spanning header's text, said again in each column under it)."""
+    seen: set[str] = set()
+    repeated = 0
+    for parts in header_texts:
+        for text in parts:
+            if text in seen:
+                repeated += len(text)
+            else:
+                seen.add(text)
+    return repeated
+
+
+def _short_repeats(header_texts: list[list[str]]) -> list[list[str]]:
+    """The header texts with each text in its short form in the columns after the first it names."""
+    seen: set[str] = set()
+    shortened = []
+    for parts in header_texts:
+        shortened.append([short_form(text) if text in seen else text for text in parts])
+        seen.update(parts)
+    return shortened
+
+
+def build_grid(
+    cells: Sequence[TableCell], infer_header: bool = True, repeats: RepeatAllowance | None = None
+) -> Grid:
     """Grid of a structured table from its (non-empty) cells (``infer_header``: header rows are
-    inferred when no cell is flagged, see the module doc).
+    inferred when no cell is flagged, see the module doc). ``repeats``: the call's allowance of
+    repeated text (:mod:`longparser.repeats`), grown by the cells' text and charged with the
+    header text the column names repeat; where it cannot hold them, a spanning header's text is
+    written whole in the first column it names and in its short form in the others.
 
     Only the rows and columns where some cell starts exist: a cell at row 10**9 costs one row,
     not a billion (the grid's size is bounded by the number of cells). Each cell's text fills
@@ -260,13 +304,14 @@ def build_grid(cells: Sequence[TableCell], infer_header: bool = True) -> Grid:
     width = len(col_ids)
     grid = [flat[k : k + width] for k in range(0, len(flat), width)]
     header_rows = _flagged_rows(cells, row_ids) or (_inferred_header_rows(grid) if infer_header else [])
+    header_texts = [_header_texts(grid, header_rows, c) for c in range(len(col_ids))]
+    text_chars = sum(map(len, texts))
+    if repeats is not None:
+        repeats.grow(text_chars)
+        if not repeats.take(_repeated_header_chars(header_texts)):
+            header_texts = _short_repeats(header_texts)
     columns, groups, unnamed = [], [], set()
-    for c, index in enumerate(col_ids):
-        parts: list[str] = []
-        for r in header_rows:
-            text = grid[r][c]
-            if text and text not in parts:
-                parts.append(text)
+    for c, (index, parts) in enumerate(zip(col_ids, header_texts, strict=True)):
         columns.append(" / ".join(parts) or f"col_{index}")
         if not parts:
             unnamed.add(c)
@@ -274,7 +319,8 @@ def build_grid(cells: Sequence[TableCell], infer_header: bool = True) -> Grid:
     skip = set(header_rows)
     data = [row for r, row in enumerate(grid) if r not in skip and any(row)]
     label_columns = _label_columns(cells, col_ids, skip, row_ids) if any(map(_ROW_HEADER, cells)) else []
-    return Grid(columns, data, label_columns or [_first_telling_column(data)], groups, frozenset(unnamed))
+    return Grid(columns, data, label_columns or [_first_telling_column(data)], groups, frozenset(unnamed),
+                text_chars)
 
 
 def _all_match(pattern: re.Pattern[str], values: str) -> bool:

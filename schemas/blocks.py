@@ -13,7 +13,7 @@ the engine then reads the same shape whether the caller passed models or plain d
 
 from __future__ import annotations
 
-from operator import itemgetter
+from operator import itemgetter, mul
 from typing import Annotated, Any, Literal, Required
 
 from pydantic import (
@@ -124,29 +124,45 @@ class TableCell(TypedDict, total=False):
     row_header: Annotated[bool, Field(default=False)]
 
 
-# A table's grid has one row per distinct row index and one column per distinct column index
-# of its cells (longparser.tables), so n cells can span up to n x n positions: 10k cells on a
-# diagonal would be a 10**8-position grid. Grids over this many positions AND over
-# SPARSE_TABLE_FACTOR x their cell count are refused; under it, no check is needed at all.
-MAX_TABLE_POSITIONS = 1_000_000
-SPARSE_TABLE_FACTOR = 4
-_UNCHECKED_CELLS = 1_000  # 1,000 cells span at most 10**6 positions
+# What expanding a table costs (longparser.tables): a grid of one row per distinct row index and
+# one column per distinct column index of its cells, and the positions each cell's span covers
+# in it. Both are counted here, before anything is expanded, so that the producer's client
+# refuses what a worker would: a table's area is the larger of its grid (distinct rows x
+# distinct columns) and the sum of its cells' declared row_span x col_span. For a well-formed
+# table of R rows and C columns both are R x C; a diagonal of cells makes the grid huge and
+# overlapping or oversized spans the sum. Declared spans are counted as sent, not clipped to the
+# grid, so the check stays one C-level pass over the cells. The cap keeps the expansion of any
+# table within the worker's memory bound (bench/README.md, "Table area cap").
+MAX_TABLE_AREA = 250_000
+# n cells form at most an n x n grid: tables of this many cells or fewer need no grid count
+_GRID_UNCHECKED_CELLS = 500
 
 
-def _not_absurdly_sparse(table: Table) -> Table:
-    """Refuse a table whose grid would be absurdly sparse (see above)."""
+def _span_sum(cells: list[TableCell]) -> int:
+    """The positions the cells' declared spans cover, overlaps counted each time."""
+    row_spans, col_spans = list(map(itemgetter("row_span"), cells)), list(map(itemgetter("col_span"), cells))
+    if max(row_spans) == 1 and max(col_spans) == 1:
+        return len(cells)
+    return sum(map(mul, row_spans, col_spans))
+
+
+def _area_within_cap(table: Table) -> Table:
+    """Refuse a table whose area (see above) is over :data:`MAX_TABLE_AREA`, naming the numbers."""
     cells = table["cells"]
-    n_cells = len(cells)
-    if n_cells <= _UNCHECKED_CELLS:
+    if not cells:
         return table
-    rows = set(map(itemgetter("row_index"), cells))
-    cols = set(map(itemgetter("col_index"), cells))
-    positions = len(rows) * len(cols)
-    if positions > max(MAX_TABLE_POSITIONS, SPARSE_TABLE_FACTOR * n_cells):
+    spans = _span_sum(cells)
+    if spans <= MAX_TABLE_AREA and len(cells) <= _GRID_UNCHECKED_CELLS:
+        return table
+    n_rows = len(set(map(itemgetter("row_index"), cells)))
+    n_cols = len(set(map(itemgetter("col_index"), cells)))
+    area = max(n_rows * n_cols, spans)
+    if area > MAX_TABLE_AREA:
         raise ValueError(
-            f"table too sparse: {n_cells} cells spread over {len(rows)} rows x {len(cols)} columns "
-            f"({positions} grid positions, over {MAX_TABLE_POSITIONS} and over {SPARSE_TABLE_FACTOR}x "
-            "the cells); send row and column indices of the table as extracted"
+            f"table area {area} is over the cap of {MAX_TABLE_AREA} positions: {len(cells)} cells on a grid "
+            f"of {n_rows} rows x {n_cols} columns ({n_rows * n_cols} positions) whose spans "
+            f"(row_span x col_span) sum to {spans}; split the table, or send its indices and spans as "
+            "extracted"
         )
     return table
 
@@ -179,7 +195,7 @@ def _one_cell_per_position(table: Table) -> Table:
     return table  # pragma: no cover - a repeated position is always found above
 
 
-CheckedTable = Annotated[Table, AfterValidator(_not_absurdly_sparse), AfterValidator(_one_cell_per_position)]
+CheckedTable = Annotated[Table, AfterValidator(_area_within_cap), AfterValidator(_one_cell_per_position)]
 
 
 class BlockIds:
@@ -214,7 +230,10 @@ class Block(BaseModel):
 
     block_id: BlockId
     type: BlockType
-    text: UnicodeText = ""
+    # Required: a block whose text is missing or misnamed (``content``) would otherwise be read
+    # as blank and dropped without a word. ``null`` (LongParser dumps) and "" are blank text,
+    # excluded and counted by the engine; tables and figures may omit it (TEXT_OPTIONAL_TYPES).
+    text: UnicodeText
     order_index: int = 0
     heading_level: int | None = None
     indent_level: int = 0
@@ -226,17 +245,27 @@ class Block(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _nulls_are_defaults(cls, data: Any) -> Any:
-        return nulls_are_defaults(data)
+    def _read_as_dumped(cls, data: Any) -> Any:
+        return read_as_dumped(data)
 
 
-def nulls_are_defaults(data: Any) -> Any:
-    """LongParser dumps ``null`` for an absent text, path, provenance or confidence: read each
-    as its default (one check per block, the input copied only when it has one)."""
-    if isinstance(data, dict) and None in (
-        data.get("text", ""), data.get("hierarchy_path", ()), data.get("provenance", ()),
-        data.get("confidence", ()),
-    ):
+# A table's content is its cells and a figure's its image: either may come without a text.
+TEXT_OPTIONAL_TYPES = frozenset({"table", "figure"})
+
+
+def read_as_dumped(data: Any) -> Any:
+    """A block as LongParser dumps it, before validation (one check per block, the input copied
+    only when something is filled in).
+
+    LongParser dumps ``null`` for an absent text, path, provenance or confidence: each reads as
+    its default. A table or figure without a ``text`` has an empty one.
+    """
+    if not isinstance(data, dict):
+        return data
+    if "text" not in data and data.get("type") in TEXT_OPTIONAL_TYPES:
+        data = {**data, "text": ""}
+    if None in (data.get("text", ""), data.get("hierarchy_path", ()), data.get("provenance", ()),
+                data.get("confidence", ())):
         data = {**data}
         for name, default in _NULL_DEFAULTS.items():
             if name in data and data[name] is None:
@@ -250,15 +279,16 @@ _NULL_DEFAULTS: dict[str, Any] = {"text": "", "hierarchy_path": [], "provenance"
 def _block_fields_validator() -> Any:
     """A validator of a block dict into the plain dict of a Block's fields.
 
-    Derived from :class:`Block`'s own fields (types, constraints, aliases, defaults) and its
-    null handling, so the contract stays written once; what it returns is what
-    ``Block(...).__dict__`` holds. The engine reads blocks in this shape: building the dict is
-    cheaper than building the model, for the same validation.
+    Derived from :class:`Block`'s own fields (types, constraints, aliases, defaults, which are
+    required) and its reading of dumps, so the contract stays written once; what it returns is
+    what ``Block(...).__dict__`` holds. The engine reads blocks in this shape: building the dict
+    is cheaper than building the model, for the same validation.
     """
-    fields = {name: Annotated[info.annotation, info] for name, info in Block.model_fields.items()}
+    fields = {name: Required[Annotated[info.annotation, info]] if info.is_required() else
+              Annotated[info.annotation, info] for name, info in Block.model_fields.items()}
     shape = TypedDict("BlockFields", fields, total=False)  # type: ignore[operator]
     shape.__pydantic_config__ = ConfigDict(extra="ignore", populate_by_name=True)  # type: ignore[attr-defined]
-    return TypeAdapter(Annotated[shape, BeforeValidator(nulls_are_defaults)]).validator.validate_python
+    return TypeAdapter(Annotated[shape, BeforeValidator(read_as_dumped)]).validator.validate_python
 
 
 validate_block_fields = _block_fields_validator()

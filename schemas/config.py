@@ -21,6 +21,7 @@ BUILTIN_COUNTERS = ("estimate", "model")
 # A tokenizer a worker fleet declares (LONGPARSER_TOKENIZERS) is named like this: no dot, no slash,
 # so a name never reads as a path and a path never passes for a name.
 TOKENIZER_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
+# fullmatch: in Python's re "$" also matches before a final newline ("bert\n" is no name)
 _TOKENIZER_NAME = re.compile(TOKENIZER_NAME_PATTERN)
 MAX_COUNTER_CHARS = 4096
 # The pinned embedding model's window in its own tokens, special tokens included
@@ -95,7 +96,7 @@ def above_window(max_tokens: int, window: int | None, named: str) -> str | None:
 
 def is_tokenizer_name(value: str) -> bool:
     """Whether ``value`` is a built-in counter or has the shape of a declared tokenizer's name."""
-    return value in BUILTIN_COUNTERS or bool(_TOKENIZER_NAME.match(value))
+    return value in BUILTIN_COUNTERS or _TOKENIZER_NAME.fullmatch(value) is not None
 
 
 def _counter_reference(value: str, field: str) -> str:

@@ -33,8 +33,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from schemas.blocks import Block
 from schemas.config import ChunkingConfig
 from schemas.problems import (
+    MAX_PROBLEMS,
     MAX_QUOTED_CHARS,
     describe_validation_error,
     error_location,
@@ -154,11 +156,25 @@ def _block_name(index: int, block: Any) -> str:
     return f"block {index}"
 
 
+def _missing_text(block: Any) -> str:
+    """``field required (it has 'content')``: a block without ``text`` most often carries it
+    under another name, so the message names the block's other keys holding a string (those that
+    look like text), else all its keys."""
+    keys = list(block) if isinstance(block, dict) else []
+    texts = [key for key in keys if key not in Block.model_fields and isinstance(block[key], str)]
+    named = ", ".join(map(quoted, (texts or keys)[:MAX_PROBLEMS]))
+    more = len(texts or keys) - MAX_PROBLEMS
+    named += f" and {more} more" if more > 0 else ""
+    return f"field required (it has {named})" if texts else f"field required (its keys: {named or 'none'})"
+
+
 def _problem(err: Any, blocks: Callable[[int], Any]) -> str:
     loc = tuple(err.get("loc", ()))
     msg = " ".join(_message(err, loc).split())
     if len(loc) >= 2 and loc[0] == "blocks" and isinstance(loc[1], int):
         field = _format_loc(loc[2:]) if len(loc) > 2 else "(block)"
+        if loc[2:] == ("text",) and err.get("type") == "missing":
+            msg = _missing_text(blocks(loc[1]))
         return f"{_block_name(loc[1], blocks(loc[1]))}: {field}: {msg}"
     return f"{_format_loc(loc)}: {msg}"
 

@@ -13,6 +13,9 @@ SCHEMA_VERSION = "1.0"
 
 # Document ids become parts of Redis keys and file names: keep them to a safe alphabet. The
 # first character is never "-" (an option on a command line) or "." (a hidden file name).
+# Matched whole: pydantic's Rust regex reads "$" as the end of the text, while Python's re also
+# matches it before a final newline, so Python code checks an id with fullmatch
+# (service.keys.is_valid_document_id).
 DOCUMENT_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9._:@-]{0,199}$"
 
 

@@ -45,15 +45,17 @@ STARTS_KIND = "starts"
 EVENTS_SUFFIX = "events"
 CELERY_TASK_META = "celery-task-meta-"
 
+# fullmatch, never match: in Python's re "$" also matches before a final newline, and an id or
+# digest ending in one would make a key (and a log line) with a newline in it
 _DOCUMENT_ID = re.compile(DOCUMENT_ID_PATTERN)
-_SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 # Task ids as Celery makes them (UUIDs) and any other id in this alphabet name their key as they are.
 _PLAIN_TASK_ID = re.compile(r"[A-Za-z0-9._@-]{1,200}")
 
 
 def is_valid_document_id(document_id: object) -> bool:
     """True when ``document_id`` may become part of a key (the schema's safe alphabet)."""
-    return isinstance(document_id, str) and _DOCUMENT_ID.match(document_id) is not None
+    return isinstance(document_id, str) and _DOCUMENT_ID.fullmatch(document_id) is not None
 
 
 def _key(prefix: str, kind: str, document_id: str) -> str:
@@ -75,7 +77,7 @@ def job_key(prefix: str, document_id: str) -> str:
 
 def is_sha256_hex(digest: object) -> bool:
     """True when ``digest`` is a lower-case hex SHA-256 (the only digest a payload key carries)."""
-    return isinstance(digest, str) and _SHA256_HEX.match(digest) is not None
+    return isinstance(digest, str) and _SHA256_HEX.fullmatch(digest) is not None
 
 
 def payload_key(prefix: str, document_id: str, digest: str) -> str:

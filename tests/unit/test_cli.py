@@ -320,7 +320,8 @@ BAD_INPUTS = [
     pytest.param("42", None, ["expected a JSON list of blocks", "got int"], id="wrong-shape"),
     pytest.param('{"pages": 3}', None, ["document dump: 'pages' must be a list"], id="bad-document"),
     pytest.param(
-        [{"block_id": "a", "type": "paragraph"}, {"block_id": "b2", "type": "banana"}],
+        [{"block_id": "a", "type": "paragraph", "text": "A."},
+         {"block_id": "b2", "type": "banana", "text": ""}],
         None,
         ["block 1 (id 'b2'): type: Input should be"],
         id="bad-block-type",
@@ -332,10 +333,23 @@ BAD_INPUTS = [
         id="bad-cell",
     ),
     pytest.param(
-        [{"block_id": "p", "type": "paragraph", "confidence": {"overall": 1.5}}],
+        [{"block_id": "p", "type": "paragraph", "text": "", "confidence": {"overall": 1.5}}],
         None,
         ["block 0 (id 'p'): confidence.overall: Input should be less than or equal to 1"],
         id="bad-conf",
+    ),
+    pytest.param(
+        [{"block_id": "b1", "type": "paragraph", "content": "The text under another name."}],
+        None,
+        ["block 0 (id 'b1'): text: field required (it has 'content')"],
+        id="misnamed-text",
+    ),
+    pytest.param(
+        [{"block_id": "t1", "type": "table", "table": {"cells": [
+            {"r0": 0, "c0": 0, "rspan": 1000, "cspan": 1000, "text": "x"}]}}],
+        None,
+        ["block 0 (id 't1'): table: table area 1000000 is over the cap of 250000 positions"],
+        id="table-area",
     ),
     pytest.param(
         {"document_id": "../etc/passwd", "blocks": []},
@@ -425,7 +439,8 @@ def test_bad_input_exits_2_with_one_line_and_no_output_file(
 
 
 def test_bad_input_through_the_real_entry_point_has_no_traceback(tmp_path: Path) -> None:
-    path = write_json(tmp_path / "doc.json", [{"block_id": "x", "type": "paragraph"}, {"type": "heading"}])
+    path = write_json(tmp_path / "doc.json", [{"block_id": "x", "type": "paragraph", "text": "X."},
+                                              {"type": "heading", "text": "H"}])
     out = tmp_path / "out.json"
 
     proc = subprocess.run(
@@ -1089,7 +1104,7 @@ def test_an_input_with_a_hundred_problems_is_one_short_line(capsys: Any, no_reso
     code, out, err = run_cli(["chunk", str(ROOT / "eval" / "boundaries_v1" / "test.json")], capsys)
     assert (code, out) == (2, "")
     assert err.count("\n") == 1 and len(err) < 600
-    assert err.endswith("; ... and 99 more\n")
+    assert err.endswith("; ... and 151 more\n")  # 52 records, each missing block_id, type and text
 
 
 # --- tokenizers and the fit preset (docs/tokenizers.md) -------------------------------------

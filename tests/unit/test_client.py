@@ -77,6 +77,18 @@ def test_submit_refuses_invalid_and_oversized_requests_without_sending(
     # a tokenizer named by path: every worker would refuse it, so it is not queued
     with pytest.raises(InputError, match=r"^config.fit: '/models/e5' is a path: workers never open a path"):
         producer.submit(payload(), config={"fit": "/models/e5"})
+    # a table whose spans would expand to 4 x 10**20 positions on a worker (the hostile table)
+    spans = payload()
+    spans["blocks"].append({"block_id": "t1", "type": "table", "table": {"cells": [
+        {"r0": i, "c0": i, "rspan": 10**9, "cspan": 10**9, "text": "x"} for i in range(400)]}})
+    with pytest.raises(InputError, match=r"^block 3 \(id 't1'\): table: table area 40{20} is over the cap of "
+                                         r"250000 positions: 400 cells on a grid of 400 rows x 400 columns"):
+        producer.submit(spans)
+    # a paragraph whose text is under another name: refused, not chunked as blank
+    misnamed = payload()
+    misnamed["blocks"][1] = {"block_id": "p1", "type": "paragraph", "content": "The text."}
+    with pytest.raises(InputError, match=r"^block 1 \(id 'p1'\): text: field required \(it has 'content'\)$"):
+        producer.submit(misnamed)
     assert fake_app.sent == []
     assert list(store.client.scan_iter(match=f"{store.prefix}:*")) == []
 
@@ -131,6 +143,8 @@ def test_unknown_document(producer: Producer) -> None:  # noqa: F811
         producer.get_result("never-seen", timeout=1)
     with pytest.raises(InputError, match="invalid document id"):
         producer.status("no spaces allowed")
+    with pytest.raises(InputError, match=r"invalid document id 'tenantA-report\\n'"):
+        producer.status("tenantA-report\n")
 
 
 # --- outages ---------------------------------------------------------------------------------

@@ -640,3 +640,10 @@ def test_row_header_cells_label_their_rows() -> None:
     assert flags == [False, False, True, False, True, False]
     result = chunk_blocks(blocks, {"table_chunk_format": "labelled", "generate_schema_chunks": False})
     assert result.chunks[0].text == "Region\nNorth: Q1=10\nSouth: Q1=12"  # the label column named once
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_converted_block_carries_its_text(name: str) -> None:
+    # a block without text is refused (schemas.blocks.Block.text): the converter always writes it
+    blocks = _converted(name).blocks
+    assert blocks and all(isinstance(block.get("text"), str) for block in blocks)

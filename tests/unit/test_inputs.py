@@ -233,7 +233,7 @@ def test_config_numbers_of_the_right_json_type_are_accepted() -> None:
 
 
 def test_a_message_names_five_problems_then_counts_the_rest() -> None:
-    blocks = [{"block_id": f"b{i}", "type": "sidebar"} for i in range(104)]
+    blocks = [{"block_id": f"b{i}", "type": "sidebar", "text": ""} for i in range(104)]
     with pytest.raises(InputError) as info:
         parse_input({"document_id": "d", "blocks": blocks})
     message = str(info.value)
@@ -282,3 +282,28 @@ def test_a_dump_page_entry_that_is_not_an_object_is_named_by_validation() -> Non
     dump = {"metadata": {}, "pages": [{"page_number": 1, "blocks": ["not a block"]}]}
     with pytest.raises(InputError, match="block 0"):
         parse_input(dump, document_id="d")
+
+
+# --- blocks without text ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("block", "expected"), [
+    ({"block_id": "b1", "type": "paragraph", "content": "The text."},
+     "block 0 (id 'b1'): text: field required (it has 'content')"),
+    ({"block_id": "b1", "type": "heading", "body": "Intro", "Text": "Intro", "order_index": 3},
+     "block 0 (id 'b1'): text: field required (it has 'body', 'Text')"),
+    ({"block_id": "b1", "type": "list_item", "level": 2},
+     "block 0 (id 'b1'): text: field required (its keys: 'block_id', 'type', 'level')"),
+])
+def test_a_block_without_text_is_refused_naming_what_it_has(block: dict[str, Any], expected: str) -> None:
+    with pytest.raises(InputError) as raised:
+        parse_input({"document_id": "d", "blocks": [BLOCK, block]})
+    assert str(raised.value) == expected.replace("block 0", "block 1")
+
+
+def test_null_blank_and_absent_text_of_tables_and_figures_are_accepted() -> None:
+    blocks = [{"block_id": "n", "type": "paragraph", "text": None},
+              {"block_id": "e", "type": "paragraph", "text": ""},
+              {"block_id": "f", "type": "figure"}, {"block_id": "t", "type": "table", "table": None}]
+    request = parse_input({"document_id": "d", "blocks": blocks})
+    assert [block.text for block in request.blocks] == ["", "", "", ""]

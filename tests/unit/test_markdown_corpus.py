@@ -191,3 +191,9 @@ def test_ids_are_deterministic_and_no_page_is_invented(path: Path):
     assert [c.chunk_id for c in second.chunks] == [c.chunk_id for c in first.chunks]
     assert all(c.page_numbers == [] for c in first.chunks)
     assert all(c.token_count <= 256 for c in first.chunks)
+
+
+def test_every_converted_block_carries_its_text():
+    # a block without text is refused (schemas.blocks.Block.text): the converter always writes it
+    blocks = [block for path in FILES for block in _converted(path).blocks]
+    assert all(isinstance(block.get("text"), str) for block in blocks)

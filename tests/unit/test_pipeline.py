@@ -198,13 +198,14 @@ def test_a_dict_block_is_validated_into_exactly_the_fields_of_its_model(block):
 
 
 def test_the_dict_form_has_every_block_field():
-    assert set(validate_block_fields({"block_id": "a", "type": "code"})) == set(Block.model_fields)
+    fields = validate_block_fields({"block_id": "a", "type": "code", "text": ""})
+    assert set(fields) == set(Block.model_fields)
 
 
 def test_a_rejected_dict_block_is_named_by_position_with_the_block_models_own_messages():
     with pytest.raises(InputError) as caught:
         chunk_blocks([{"block_id": "a", "type": "paragraph", "text": "ok"},
-                      {"block_id": "", "type": "sidebar", "confidence": {"overall": 2}}])
+                      {"block_id": "", "type": "sidebar", "text": "", "confidence": {"overall": 2}}])
     assert str(caught.value) == (
         "block 1: block_id: String should have at least 1 character; block 1: type: Input should be "
         "'heading', 'paragraph', 'list_item', 'table', 'figure', 'caption', 'footer', 'header', 'equation' "

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from longparser.prepare import exclusion_reason, is_separator
+from schemas import InputError
 from tests.unit.engine_helpers import run_engine, table_dict, view
 
 # --- B03 blank and separator exclusion ------------------------------------------------------------
@@ -43,6 +44,19 @@ def test_B03_table_with_cells_but_empty_text_is_not_blank(make_block):
     result = run_engine(blocks, generate_schema_chunks=False)
     assert view(result) == [("table", "Row 1: A=1", ["b1"], [1])]
     assert result.stats.blocks_excluded == {}
+
+
+@pytest.mark.case("B03")
+def test_null_and_blank_text_are_excluded_and_counted_a_missing_text_is_refused(make_block):
+    blocks = [make_block("First."), {**make_block(""), "text": None}, make_block(" \n"),
+              {"block_id": "f", "type": "figure"}]
+    result = run_engine(blocks)
+    assert view(result) == [("section", "First.", ["b1"], [1])]
+    assert result.stats.blocks_excluded == {"blank": 3}
+    misnamed = {key: value for key, value in make_block("Lost.").items() if key != "text"}
+    misnamed["content"] = "Lost."
+    with pytest.raises(InputError, match=r"^block 1 \(id 'b4'\): text: field required \(it has 'content'\)$"):
+        run_engine([blocks[0], misnamed])
 
 
 # --- B08 sections and header/footer exclusion -----------------------------------------------------

@@ -2,8 +2,8 @@
 
 A grid holds only the rows and columns where some cell starts, so its size is bounded by the
 number of cells whatever indices a payload sends (two cells at row and column 10**9 once
-made the engine allocate gigabytes), and the common gap-free table is unchanged; a table so
-sparse that even that grid would be huge (cells on a diagonal) is refused at validation.
+made the engine allocate gigabytes), and the common gap-free table is unchanged; a table whose
+area (its grid, or the sum of its cells' spans) is over the cap is refused at validation.
 
 Table chunks (plan cases B09-B11): row batches, schema chunks, pipe format, fallback text, wide
 tables cut into column bands, captions. Token arithmetic (the word estimate): ``n`` words ->
@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from longparser import chunk_blocks
 from longparser.tables import _is_figure, build_grid
 from schemas import Block, InputError, TableCell, parse_input
+from schemas.blocks import MAX_TABLE_AREA
 from tests.unit.engine_helpers import PEOPLE, PEOPLE_RECORDS, run_engine, table_dict, view, words
 
 
@@ -74,9 +75,9 @@ def test_without_header_flags_the_first_present_row_is_the_header() -> None:
     assert (grid.columns, grid.rows) == (["Name", "Year"], [["Ada", "1843"]])
 
 
-def test_hostile_table_payload_is_chunked_quickly_through_the_engine() -> None:
+def test_far_away_indices_and_declared_sizes_pass_the_engine_cheaply() -> None:
     block = {"block_id": "t1", "type": "table", "table": {"n_rows": 10**9, "n_cols": 10**9, "cells": [
-        {"r0": 0, "c0": 0, "text": "Name"}, {"r0": 10**9, "c0": 10**9, "text": "Ada", "rspan": 10**9}]}}
+        {"r0": 0, "c0": 0, "text": "Name"}, {"r0": 10**9, "c0": 10**9, "text": "Ada"}]}}
     result = chunk_blocks([block])
     assert [chunk.chunk_type for chunk in result.chunks] == ["table_schema", "table"]
     assert result.chunks[1].text == "Row 1: Name=; col_1000000000=Ada"
@@ -86,13 +87,57 @@ def _table_block(cells: list[dict[str, object]]) -> dict[str, object]:
     return {"block_id": "t1", "type": "table", "table": {"cells": cells}}
 
 
-def test_absurdly_sparse_table_is_refused_at_validation() -> None:
-    # 2,000 cells on a diagonal would be a 4,000,000-position grid: refused.
-    diagonal = _table_block([{"r0": i, "c0": i, "text": "x"} for i in range(2_000)])
-    with pytest.raises(ValidationError, match="too sparse: 2000 cells spread over 2000 rows x 2000"):
-        Block.model_validate(diagonal)
-    with pytest.raises(InputError, match=r"^block 0 \(id 't1'\): table: table too sparse: 2000 cells"):
-        chunk_blocks([diagonal])
+def _diagonal(n: int, span: int = 1) -> list[dict[str, object]]:
+    return [{"r0": i, "c0": i, "rspan": span, "cspan": span, "text": "x"} for i in range(n)]
+
+
+def _one_cell_spanning(n: int) -> list[dict[str, object]]:
+    """The issue's 54 KB table: one cell spanning n x n, a diagonal giving the grid n rows and columns."""
+    return [{"r0": 0, "c0": 0, "rspan": n, "cspan": n, "text": "x"}, *_diagonal(n)[1:]]
+
+
+def _area_message(area: int, cells: int, rows: int, cols: int, spans: int) -> str:
+    return (f"block 0 (id 't1'): table: table area {area} is over the cap of {MAX_TABLE_AREA} positions: "
+            f"{cells} cells on a grid of {rows} rows x {cols} columns ({rows * cols} positions) whose spans "
+            f"(row_span x col_span) sum to {spans}; split the table, or send its indices and spans as "
+            "extracted")
+
+
+@pytest.mark.parametrize(("cells", "expected"), [
+    # the issue's hostile tables: spans of 10**9 on a diagonal, one cell spanning 1,000 x 1,000
+    (_diagonal(400, 10**9), _area_message(400 * 10**18, 400, 400, 400, 400 * 10**18)),
+    (_diagonal(1_000, 10**9), _area_message(1_000 * 10**18, 1_000, 1_000, 1_000, 1_000 * 10**18)),
+    (_one_cell_spanning(1_000), _area_message(1_000_999, 1_000, 1_000, 1_000, 1_000_999)),
+    # no span at all: 501 cells on a diagonal make a 501 x 501 grid
+    (_diagonal(501), _area_message(501 * 501, 501, 501, 501, 501)),
+    # a span of 10**9 counts as sent, not clipped to the grid's two rows
+    ([{"r0": 0, "c0": 0, "text": "Name"}, {"r0": 1, "c0": 0, "rspan": 10**9, "text": "Ada"}],
+     _area_message(10**9 + 1, 2, 2, 1, 10**9 + 1)),
+])
+def test_a_table_over_the_area_cap_is_refused_naming_the_numbers(
+    cells: list[dict[str, object]], expected: str
+) -> None:
+    block = _table_block(cells)
+    with pytest.raises(InputError) as raised:
+        chunk_blocks([block])
+    assert str(raised.value) == expected
+    with pytest.raises(InputError) as raised:
+        parse_input({"document_id": "d", "blocks": [block]})
+    assert str(raised.value) == expected
+    with pytest.raises(ValidationError, match="table area"):
+        Block.model_validate(block)
+
+
+def test_tables_at_the_area_cap_are_accepted() -> None:
+    # a 500 x 500 grid (cells on a diagonal) and, on it, spans summing to the cap exactly
+    at_cap = [{"r0": 0, "c0": 0, "rspan": 499, "cspan": 500, "text": "x"}, *_diagonal(500)[1:],
+              {"r0": 1, "c0": 0, "text": "y"}]
+    assert MAX_TABLE_AREA == 499 * 500 + 499 + 1
+    assert len(chunk_blocks([_table_block(at_cap)]).chunks) > 1
+    assert len(chunk_blocks([_table_block(_diagonal(500))]).chunks) > 1
+    over = [*at_cap, {"r0": 2, "c0": 0, "text": "z"}]
+    with pytest.raises(InputError, match=f"table area {MAX_TABLE_AREA + 1} is over the cap"):
+        chunk_blocks([_table_block(over)])
 
 
 def test_two_cells_at_one_position_are_refused_naming_both() -> None:

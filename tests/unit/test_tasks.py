@@ -141,12 +141,15 @@ def _bad_config() -> dict[str, Any]:
     [
         (_bad_type, "block 1 (id 'p1'): type: Input should be 'heading'"),
         (_bad_config, "config: min_tokens (50) must be smaller than max_tokens (20)"),
-        (lambda: {**payload(), "blocks": [{"type": "paragraph"}]}, "block 0: block_id: Field required"),
+        (lambda: {**payload(), "blocks": [{"type": "paragraph", "text": ""}]},
+         "block 0: block_id: Field required"),
+        (lambda: {**payload(), "blocks": [{"block_id": "p1", "type": "paragraph", "content": "Lost."}]},
+         "block 0 (id 'p1'): text: field required (it has 'content')"),
         (lambda: {**payload(), "blocks": [{"block_id": "c1", "type": "table", "table": {"cells": [
             {"r0": 0, "c0": 0, "text": "North \udc80"}]}}]},
          "block 0 (id 'c1'): table.cells[0].text: not valid Unicode: lone surrogate U+DC80 at character 6"),
     ],
-    ids=["block-type", "config", "block-id", "lone-surrogate"],
+    ids=["block-type", "config", "block-id", "misnamed-text", "lone-surrogate"],
 )
 def test_invalid_payload_fails_once_with_a_readable_stored_error(
     eager: list, store: ResultStore, make_payload: Any, message: str  # noqa: F811
