@@ -100,7 +100,7 @@ STAGES: tuple[Stage, ...] = (
           "ids, final token counts, quality scores, `embed_text` and boxes; each chunk built once"),
 )
 # What every stage uses, not a step of its own.
-SHARED: tuple[str, ...] = ("budget", "build", "tokens", "cutting", "preset", "resources", "errors")
+SHARED: tuple[str, ...] = ("budget", "build", "tokens", "cutting", "preset", "repeats", "resources", "errors")
 
 NO_ENCODER_REASON = "no encoder provided"
 

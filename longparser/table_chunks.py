@@ -1,4 +1,4 @@
-"""Stage 4, part 2: table blocks to drafts: row batches, bands, schema chunk, title.
+"""Stage 5: table blocks to drafts: row batches, bands, schema chunk, title.
 
 Formats (``table_chunk_format``), each row of a data row (or band) written whole:
 

@@ -1,4 +1,4 @@
-"""Stage 4, part 1: structured table grids, column names and column types.
+"""Stage 5: structured table grids, column names and column types.
 
 Decisions (docs/chunking.md has the rules):
 

@@ -13,9 +13,6 @@ from longparser.pipeline import SHARED, STAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE = ROOT / "longparser"
-# Docstrings still numbered by the old scheme, in files other branches of issue 25 edit now: each
-# xfail is strict, so the fix there turns it into a failure that asks for the mark's removal.
-PENDING_DOCSTRING_FIX = {"tables": "says 'Stage 4, part 1'", "table_chunks": "says 'Stage 4, part 2'"}
 
 
 def _first_line(module: str) -> str:
@@ -31,9 +28,7 @@ def test_every_engine_module_is_in_one_stage_or_shared() -> None:
 
 def _stage_modules() -> list:
     return [
-        pytest.param(number, module, id=module,
-                     marks=[pytest.mark.xfail(strict=True, reason=PENDING_DOCSTRING_FIX[module])]
-                     if module in PENDING_DOCSTRING_FIX else [])
+        pytest.param(number, module, id=module)
         for number, stage in enumerate(STAGES, 1) for module in stage.modules
     ]
 
