@@ -71,7 +71,7 @@ from tasks.payload import (
     split_request,
     validate_payload,
 )
-from worker import celery_compat, inbound, serialization
+from worker import celery_compat, inbound
 from worker.celery_app import app
 from worker.context import WorkerContext
 
@@ -398,7 +398,7 @@ class TimeLimitAwareRequest(Request):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        serialization.drop_decoded_arguments(self.request_dict)
+        celery_compat.drop_decoded_arguments(self)
 
     def on_timeout(self, soft: bool, timeout: float) -> None:
         context = getattr(self.task.app, "context", None)

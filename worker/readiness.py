@@ -24,7 +24,8 @@ import time
 from typing import Any
 
 from celery import bootsteps
-from celery.worker import state
+
+from worker import celery_compat
 
 logger = logging.getLogger(__name__)
 
@@ -34,8 +35,8 @@ POLL_S = 0.2
 
 
 def shutting_down() -> bool:
-    """A warm or cold shutdown was asked for (Celery's own flags, set by its signal handlers)."""
-    return any(flag is not None and flag is not False for flag in (state.should_stop, state.should_terminate))
+    """A warm or cold shutdown was asked for (:func:`worker.celery_compat.shutdown_requested`)."""
+    return celery_compat.shutdown_requested()
 
 
 class PoolReadiness:
@@ -66,15 +67,13 @@ class PoolReadiness:
 class WaitForPoolProcesses(bootsteps.StartStopStep):
     """Worker bootstep between the pool and the consumer: wait for :class:`PoolReadiness`."""
 
-    requires = ("celery.worker.components:Pool",)
+    requires = (celery_compat.WORKER_POOL_STEP,)
 
     def start(self, worker: Any) -> None:
-        from celery.concurrency.prefork import TaskPool
-
-        readiness = getattr(worker.app, "pool_readiness", None)
-        if readiness is None or not isinstance(worker.pool, TaskPool):
+        readiness = getattr(worker.app, "pool_readiness", None)  # ours: None outside create_app's apps
+        count = celery_compat.forked_pool_size(worker)
+        if readiness is None or count is None:
             return  # no forked children (solo, threads): nothing to wait for
-        count = worker.pool.num_processes
         started = time.monotonic()
         ready = readiness.wait(count)
         elapsed = time.monotonic() - started
