@@ -607,6 +607,7 @@ INTERNALS: tuple[Internal, ...] = (
     Internal(kombu_redis.Channel, "keyprefix_queue", copy=service_keys.KOMBU_BINDING_KEY),
     Internal(kombu_redis.Channel, "keyprefix_binding_permanent",
              copy=service_keys.KOMBU_BINDING_PERMANENT_KEY),
+    Internal(celery_backends_base.Backend, "decode_result", ("self", "payload")),  # tasks/aio.py
     Internal(celery_backends_base.BaseKeyValueStoreBackend, "task_keyprefix",
              copy=service_keys.CELERY_TASK_META),
     # the JSON decoder whose per-object hook fast_json_loads skips
