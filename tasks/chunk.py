@@ -35,7 +35,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from celery.exceptions import Reject
-from celery.worker.request import Request
 
 from config.settings import Settings
 from longparser import chunk_blocks, chunk_request
@@ -388,7 +387,7 @@ def store_time_limit_failure(context: WorkerContext, payload: Any, task_id: str,
                     what=f"storing the time-limit failure of {document_id}", waits=context.waits)
 
 
-class TimeLimitAwareRequest(Request):
+class TimeLimitAwareRequest(celery_compat.CeleryRequest):
     """Celery's request, storing a FAILURE record before a hard-time-limit kill is acknowledged.
 
     Runs in the worker parent (the child is gone). When the record cannot be stored, the

@@ -4,8 +4,10 @@ The fleet's guarantees (docs/operations.md: nothing lost when Redis restarts, go
 worker is stopped) rest on behaviours of kombu's Redis transport and Celery's worker that their
 public API does not offer. Each is reached here through one accessor whose comment names the
 upstream issue, or the upstream behaviour, it works around; :mod:`worker.transport`,
-:mod:`worker.restore`, :mod:`worker.lease`, :mod:`worker.inbound`, :mod:`worker.signals` and
-:mod:`tasks.chunk` use only these.
+:mod:`worker.restore`, :mod:`worker.lease`, :mod:`worker.inbound`, :mod:`worker.readiness`,
+:mod:`worker.serialization`, :mod:`worker.signals` and :mod:`tasks.chunk` use only these; what a
+module that must not import this one copies (service/keys.py's key layout, for producers) is held
+equal to the upstream value by the same check.
 
 Two checks keep an upgrade from switching a guarantee off without an error:
 
@@ -405,6 +407,12 @@ def running_delivery_tags() -> set[Any]:
     starts); each request's message is public (``Request.message``).
     """
     return {request.message.delivery_tag for request in list(celery_state.active_requests)}
+
+
+# The request class a task names in its documented ``Request`` attribute (tasks/chunk.py extends
+# it): Celery builds one per message in the worker parent and calls ``on_timeout`` (checked below)
+# when a pool child passes the hard time limit.
+CeleryRequest = celery_request.Request
 
 
 def release_request(request: Any) -> None:
