@@ -34,11 +34,6 @@ WAIT_LIMIT_S = 300.0
 POLL_S = 0.2
 
 
-def shutting_down() -> bool:
-    """A warm or cold shutdown was asked for (:func:`worker.celery_compat.shutdown_requested`)."""
-    return celery_compat.shutdown_requested()
-
-
 class PoolReadiness:
     """Counts the pool processes that built their context. Made in the parent before the pool
     forks (``worker_init``), so every child shares the one semaphore."""
@@ -55,7 +50,7 @@ class PoolReadiness:
         passed; returns how many were ready."""
         deadline = time.monotonic() + limit_s
         ready = 0
-        while ready < count and not shutting_down():
+        while ready < count and not celery_compat.shutdown_requested():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
@@ -79,6 +74,6 @@ class WaitForPoolProcesses(bootsteps.StartStopStep):
         elapsed = time.monotonic() - started
         if ready == count:
             logger.info("pool: %d of %d processes built their resources in %.1f s", ready, count, elapsed)
-        elif not shutting_down():
+        elif not celery_compat.shutdown_requested():
             logger.warning("pool: %d of %d processes built their resources in %.0f s; consuming anyway "
                            "(the others' first tasks wait for them)", ready, count, elapsed)
