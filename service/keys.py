@@ -43,6 +43,7 @@ PAYLOAD_KIND = "payload"
 CHUNK_IDS_KIND = "chunkids"
 STARTS_KIND = "starts"
 EVENTS_SUFFIX = "events"
+# Celery's result-backend key prefix (KeyValueStoreBackend.task_keyprefix, held equal as below).
 CELERY_TASK_META = "celery-task-meta-"
 
 # fullmatch, never match: in Python's re "$" also matches before a final newline, and an id or
@@ -131,17 +132,22 @@ def kombu_queue_keys(celery_key_prefix: str, queue: str) -> tuple[str, ...]:
     """
     return tuple(
         celery_key_prefix + key
-        for key in (queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
+        for key in (queue, KOMBU_BINDING_KEY % queue, KOMBU_BINDING_PERMANENT_KEY % queue)
     )
 
 
-# kombu's Redis transport keeps a message sent with a priority above 0 in a list of its own,
-# named ``<queue>\x06\x16<step>`` (kombu.transport.redis: Channel.sep, PRIORITY_STEPS; a unit
-# test holds these equal to kombu's). LongParser's producer sends priority 0: everything waits in
-# the queue's own list.
+# kombu's Redis key layout, copied so that producers and `longparser metrics` need neither
+# kombu's transport nor the worker: a worker refuses to start when kombu's differs (the start-up
+# check of worker/celery_compat.py, which names each; tests/unit/test_celery_compat.py too).
+# A message sent with a priority above 0 waits in a list of its own, named
+# ``<queue>\x06\x16<step>`` (Channel.sep, PRIORITY_STEPS); LongParser's producer sends
+# priority 0: everything waits in the queue's own list.
 KOMBU_PRIORITY_SEPARATOR = "\x06\x16"
 KOMBU_PRIORITY_STEPS = (0, 3, 6, 9)
 KOMBU_UNACKED = "unacked"
+# The exchange-binding sets (Channel.keyprefix_queue, keyprefix_binding_permanent).
+KOMBU_BINDING_KEY = "_kombu.binding.%s"
+KOMBU_BINDING_PERMANENT_KEY = "_kombu.binding_permanent.%s"
 
 
 def queue_list_keys(celery_key_prefix: str, queue: str) -> tuple[str, ...]:

@@ -53,6 +53,7 @@ from tasks.client import (
     final_result,
     not_final,
     status_from_store,
+    task_error,
     task_view,
 )
 from tasks.errors import BrokerUnavailable
@@ -63,20 +64,19 @@ DEFAULT_PUBLISH_THREADS = 8
 CANCEL_AGAIN_S = 0.1
 
 
-def task_view_from_meta(document_id: str, task_id: str, queue: str | None,
+def task_view_from_meta(backend: Any, document_id: str, task_id: str, queue: str | None,
                         meta: bytes | None) -> dict[str, Any]:
-    """:func:`tasks.client.task_view` from Celery's result-backend value (None: PENDING)."""
+    """:func:`tasks.client.task_view` from Celery's result-backend value (None: PENDING).
+
+    Decoded by the producer app's result backend (``Backend.decode_result``: its serializer and
+    compression, exceptions revived), the call ``AsyncResult`` makes on the same value once its
+    backend has read it: both clients give one view of one task, whatever Celery stores.
+    """
     if meta is None:
         return task_view(document_id, task_id, queue, "PENDING", None, None)
-    stored = json.loads(meta)
-    state, result = stored.get("status", "PENDING"), stored.get("result")
-    error = None
-    if state in ("FAILURE", "RETRY") and isinstance(result, dict) and "exc_type" in result:
-        message = result.get("exc_message")
-        if isinstance(message, list | tuple):
-            message = " ".join(str(part) for part in message)
-        error = {"type": result["exc_type"], "message": str(message)}
-    return task_view(document_id, task_id, queue, state, result, error)
+    decoded = backend.decode_result(meta)
+    info = decoded.get("result")
+    return task_view(document_id, task_id, queue, decoded["status"], info, task_error(info))
 
 
 class AsyncProducer:
@@ -167,7 +167,8 @@ class AsyncProducer:
         assert task_id is not None
         meta_key = celery_task_meta_key(self.settings.celery_key_prefix, task_id)
         meta = await self._call(f"reading the state of {document_id}", lambda: self.client.get(meta_key))
-        return after_task_view(task_view_from_meta(document_id, task_id, queue, meta), record, queue)
+        view = task_view_from_meta(self.producer.app.backend, document_id, task_id, queue, meta)
+        return after_task_view(view, record, queue)
 
     async def wait(self, job: str | JobHandle, timeout: float = 300.0) -> dict[str, Any]:
         """:meth:`tasks.client.Producer.wait`: register with the shared stream reader, check the

@@ -35,7 +35,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from celery.exceptions import Reject
-from celery.worker.request import Request
 
 from config.settings import Settings
 from longparser import chunk_blocks, chunk_request
@@ -71,7 +70,7 @@ from tasks.payload import (
     split_request,
     validate_payload,
 )
-from worker import celery_compat, inbound, serialization
+from worker import celery_compat, inbound
 from worker.celery_app import app
 from worker.context import WorkerContext
 
@@ -388,7 +387,7 @@ def store_time_limit_failure(context: WorkerContext, payload: Any, task_id: str,
                     what=f"storing the time-limit failure of {document_id}", waits=context.waits)
 
 
-class TimeLimitAwareRequest(Request):
+class TimeLimitAwareRequest(celery_compat.CeleryRequest):
     """Celery's request, storing a FAILURE record before a hard-time-limit kill is acknowledged.
 
     Runs in the worker parent (the child is gone). When the record cannot be stored, the
@@ -398,7 +397,7 @@ class TimeLimitAwareRequest(Request):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        serialization.drop_decoded_arguments(self.request_dict)
+        celery_compat.drop_decoded_arguments(self)
 
     def on_timeout(self, soft: bool, timeout: float) -> None:
         context = getattr(self.task.app, "context", None)

@@ -138,10 +138,19 @@ def task_view(document_id: str, task_id: str, queue: str | None, state: str, inf
               error: dict[str, Any] | None) -> dict[str, Any]:
     """Celery's view of a task: its state, the PROGRESS meta (``{"stage", "blocks", "chunks"}``)
     as progress, and ``error`` (``{"type", "message"}`` of a FAILURE or RETRY) otherwise. The
-    blocking client reads them from ``AsyncResult``, the asyncio one from the backend's value."""
+    blocking client reads them from ``AsyncResult``, the asyncio one decodes the backend's value the
+    same way (``tasks.aio.task_view_from_meta``)."""
     if state == "PROGRESS" and isinstance(info, dict):
         return job_view(document_id, task_id, queue, state, progress=info)
     return job_view(document_id, task_id, queue, state, error=error)
+
+
+def task_error(info: Any) -> dict[str, str] | None:
+    """``{"type", "message"}`` of a FAILURE or RETRY, whose info Celery's backend revives as the
+    exception (``Backend.decode_result``, what ``AsyncResult`` reads through); None otherwise."""
+    if isinstance(info, BaseException):
+        return {"type": type(info).__name__, "message": str(info)}
+    return None
 
 
 def _from_record(record: dict[str, Any], queue: str | None) -> dict[str, Any]:
@@ -340,10 +349,7 @@ class Producer:
         async_result = self.app.AsyncResult(task_id)
         state, info = self._call(f"reading the state of {document_id}",
                                  lambda: (async_result.state, async_result.info))
-        error = None
-        if isinstance(info, BaseException):  # FAILURE / RETRY carry the exception
-            error = {"type": type(info).__name__, "message": str(info)}
-        return task_view(document_id, task_id, queue, state, info, error)
+        return task_view(document_id, task_id, queue, state, info, task_error(info))
 
     def status(self, job: str | JobHandle) -> dict[str, Any]:
         """Where a document's latest job stands.

@@ -4,8 +4,10 @@ The fleet's guarantees (docs/operations.md: nothing lost when Redis restarts, go
 worker is stopped) rest on behaviours of kombu's Redis transport and Celery's worker that their
 public API does not offer. Each is reached here through one accessor whose comment names the
 upstream issue, or the upstream behaviour, it works around; :mod:`worker.transport`,
-:mod:`worker.restore`, :mod:`worker.lease`, :mod:`worker.inbound`, :mod:`worker.signals` and
-:mod:`tasks.chunk` use only these.
+:mod:`worker.restore`, :mod:`worker.lease`, :mod:`worker.inbound`, :mod:`worker.readiness`,
+:mod:`worker.serialization`, :mod:`worker.signals` and :mod:`tasks.chunk` use only these; what a
+module that must not import this one copies (service/keys.py's key layout, for producers) is held
+equal to the upstream value by the same check.
 
 Two checks keep an upgrade from switching a guarantee off without an error:
 
@@ -38,7 +40,11 @@ from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 from celery import current_app as celery_current_app
+from celery.app import trace as celery_trace
+from celery.backends import base as celery_backends_base
+from celery.concurrency import prefork as celery_prefork
 from celery.exceptions import CPendingDeprecationWarning
+from celery.worker import components as celery_components
 from celery.worker import request as celery_request
 from celery.worker import state as celery_state
 from celery.worker.consumer import consumer as celery_consumer
@@ -50,6 +56,8 @@ from kombu.transport import virtual
 from kombu.utils import json as kombu_json
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
+
+from service import keys as service_keys
 
 logger = logging.getLogger(__name__)
 
@@ -324,6 +332,65 @@ CeleryConsumer = celery_consumer.Consumer
 CONSUMER_TASKS_STEP = f"{celery_consumer_tasks.__name__}:Tasks"
 
 
+# The worker step that starts the pool: a worker step that needs the pool's processes (worker/
+# readiness.py) must run after it, named by this internal path like the consumer's.
+WORKER_POOL_STEP = f"{celery_components.__name__}:Pool"
+
+
+def task_channel(consumer: Any) -> Any:
+    """The channel the consumer's task consumer reads from (a consumer step that requires
+    :data:`CONSUMER_TASKS_STEP`).
+
+    Celery's ``Tasks`` step sets ``Consumer.task_consumer`` (a kombu ``Consumer``, whose
+    ``channel`` is public) on every (re)start, before the steps that require it start. Raises
+    RuntimeError when it is not set: restore on reconnect and the leases would otherwise be
+    switched off without a word.
+    """
+    task_consumer = consumer.task_consumer
+    if task_consumer is None:
+        raise RuntimeError("Celery's consumer has no task consumer when a step that requires "
+                           f"{CONSUMER_TASKS_STEP} starts: restore on reconnect and leases cannot run "
+                           "(worker/celery_compat.py)")
+    return task_consumer.channel
+
+
+def shutdown_requested() -> bool:
+    """True once a warm or cold shutdown was asked for in this worker.
+
+    Celery's signal handlers set ``celery.worker.state.should_stop`` / ``should_terminate``
+    (None or False: not asked; an exit code otherwise), and its own ``maybe_shutdown`` reads
+    them; there is no public call for a step that blocks while the worker starts.
+    """
+    return any(flag is not None and flag is not False
+               for flag in (celery_state.should_stop, celery_state.should_terminate))
+
+
+def forked_pool_size(worker: Any) -> int | None:
+    """How many processes ``worker``'s prefork pool forks, or None for a pool that forks none.
+
+    ``celery.concurrency.prefork.TaskPool`` is the prefork pool's class (``-P prefork``) and
+    ``num_processes`` its size (``BasePool`` property; solo and threads pools fork nothing).
+    """
+    pool = worker.pool
+    if not isinstance(pool, celery_prefork.TaskPool):
+        return None
+    return int(pool.num_processes)
+
+
+def drop_decoded_arguments(request: Any) -> None:
+    """Leave the decoded arguments out of what the worker parent pickles to its pool child.
+
+    Celery's ``Request.execute_using_pool`` sends ``(task name, id, request dict, body, content
+    type, encoding)``, the dict being ``Request.request_dict`` (the object the request keeps, not
+    a copy); with a content type the child decodes ``body`` and overwrites the dict's ``args``
+    and ``kwargs`` with it (``celery.app.trace.fast_trace_task`` and ``trace_task_ret``), so the
+    decoded copies in the dict only cost a pickle and an unpickle of the whole request. The
+    parent's request keeps its own (``Request.args``: its failure paths, ``inspect``).
+    """
+    request_dict = request.request_dict
+    request_dict["args"], request_dict["kwargs"] = (), {}
+
+
 def current_app() -> Any:
     """The process's current Celery app (a pool child sets its worker's before it starts).
 
@@ -340,6 +407,12 @@ def running_delivery_tags() -> set[Any]:
     starts); each request's message is public (``Request.message``).
     """
     return {request.message.delivery_tag for request in list(celery_state.active_requests)}
+
+
+# The request class a task names in its documented ``Request`` attribute (tasks/chunk.py extends
+# it): Celery builds one per message in the worker parent and calls ``on_timeout`` (checked below)
+# when a pool child passes the hard time limit.
+CeleryRequest = celery_request.Request
 
 
 def release_request(request: Any) -> None:
@@ -382,8 +455,8 @@ def fast_json_loads(data: Any) -> Any:
     return json.loads(data)
 
 
-def install_json_decoder() -> None:
-    """Decode ``application/json`` bodies with :func:`fast_json_loads` in this worker process.
+def install_json_decoder(loads: Callable[[Any], Any]) -> None:
+    """Decode ``application/json`` bodies with ``loads`` in this worker process.
 
     kombu looks decoders up by content type in one process-wide registry, and both decodes of a
     task body (``Message.payload`` in the parent, ``celery.app.trace`` in the child) go through
@@ -391,10 +464,12 @@ def install_json_decoder() -> None:
     of our own would leave the registry alone, but a worker that does not know it rejects such
     a message without requeue (Celery's ``on_invalid_task``): a producer upgraded first would
     lose documents. So the ``json`` codec is re-registered through kombu's public ``register``,
-    with kombu's own encoder, only in worker processes (``worker_init``, before the pool forks):
-    producers, the command line and anything else that builds the app keep kombu's decoder.
+    with kombu's own encoder, only in worker processes: the parent installs
+    :func:`fast_json_loads` (``worker_init``, before the pool forks), each pool child its task
+    decoder (worker/serialization.py); producers, the command line and anything else that
+    builds the app keep kombu's decoder.
     """
-    registry.register("json", kombu_json.dumps, fast_json_loads, content_type="application/json",
+    registry.register("json", kombu_json.dumps, loads, content_type="application/json",
                       content_encoding="utf-8")
 
 
@@ -410,8 +485,11 @@ class Internal:
     """One internal this module relies on: where it lives and what the accessors pass it.
 
     ``parameters``: the leading parameter names of a callable (``self`` included for methods);
-    ``kind``: the type a non-callable must have; ``instance``: the attribute is set on each
-    instance by ``owner.__init__`` (found on a probe instance, not on the class).
+    ``kind``: the type a non-callable must have; ``instance``: the attribute is set by
+    ``owner.__init__``, on each instance or on the object it is made for (found on what the probe
+    returns, not on the class); ``copy``: the
+    value a module that must not import the internal (the producer's service/keys.py) copies,
+    which the internal must still equal.
     """
 
     owner: Any
@@ -419,6 +497,7 @@ class Internal:
     parameters: tuple[str, ...] = ()
     kind: type | tuple[type, ...] | None = None
     instance: Callable[[], Any] | None = None
+    copy: Any = None
 
     @property
     def path(self) -> str:
@@ -443,6 +522,8 @@ class Internal:
         value = getattr(holder, self.attribute)
         if self.kind is not None and not isinstance(value, self.kind):
             return f"{self.path} is a {type(value).__name__}, not {_kind_name(self.kind)}"
+        if self.copy is not None and value != self.copy:
+            return f"{self.path} is {value!r}, not {self.copy!r} as service/keys.py copies it"
         if self.parameters:
             try:
                 names = tuple(inspect.signature(value).parameters)
@@ -464,6 +545,13 @@ def _probe_qos() -> Any:
     with contextlib.suppress(Exception):
         qos.restore_unacked_once()  # cancels its restore at interpreter exit (nothing to restore)
     return qos
+
+
+def _probe_consumer() -> Any:
+    """What Celery's ``Tasks`` consumer step sets on the consumer it is made for."""
+    consumer = SimpleNamespace()
+    celery_consumer_tasks.Tasks(consumer)
+    return consumer
 
 
 def _probe_message() -> Any:
@@ -506,6 +594,30 @@ INTERNALS: tuple[Internal, ...] = (
     Internal(celery_request.Request, "on_timeout", ("self", "soft", "timeout")),
     Internal(celery_consumer, "CANCEL_TASKS_BY_DEFAULT", kind=str),
     Internal(celery_consumer_tasks, "Tasks", kind=type),
+    Internal(celery_consumer_tasks.Tasks, "task_consumer", instance=_probe_consumer),
+    Internal(celery_components, "Pool", kind=type),
+    Internal(celery_state, "should_stop"),
+    Internal(celery_state, "should_terminate"),
+    Internal(celery_prefork, "TaskPool", kind=type),
+    Internal(celery_prefork.TaskPool, "num_processes", kind=property),
+    # what drop_decoded_arguments relies on: the pool child's tracers decode the body and take
+    # args and kwargs from it (tests/unit/test_serialization.py holds what they do)
+    Internal(celery_request.Request, "request_dict", kind=property),
+    Internal(celery_trace, "fast_trace_task",
+             ("task", "uuid", "request", "body", "content_type", "content_encoding")),
+    Internal(celery_trace, "trace_task_ret",
+             ("name", "uuid", "request", "body", "content_type", "content_encoding")),
+    # kombu's and Celery's key layout, copied by service/keys.py for producers and `longparser
+    # metrics` (which must not import kombu's transport or this module)
+    Internal(kombu_redis.Channel, "sep", copy=service_keys.KOMBU_PRIORITY_SEPARATOR),
+    Internal(kombu_redis, "PRIORITY_STEPS", copy=list(service_keys.KOMBU_PRIORITY_STEPS)),
+    Internal(kombu_redis.Channel, "unacked_key", copy=service_keys.KOMBU_UNACKED),
+    Internal(kombu_redis.Channel, "keyprefix_queue", copy=service_keys.KOMBU_BINDING_KEY),
+    Internal(kombu_redis.Channel, "keyprefix_binding_permanent",
+             copy=service_keys.KOMBU_BINDING_PERMANENT_KEY),
+    Internal(celery_backends_base.Backend, "decode_result", ("self", "payload")),  # tasks/aio.py
+    Internal(celery_backends_base.BaseKeyValueStoreBackend, "task_keyprefix",
+             copy=service_keys.CELERY_TASK_META),
     # the JSON decoder whose per-object hook fast_json_loads skips
     Internal(kombu_json, "loads", ("s",)),
     Internal(kombu_json, "object_hook", ("o",)),

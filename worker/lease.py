@@ -161,11 +161,10 @@ class RenewLeases(bootsteps.StartStopStep):
     requires = (compat.CONSUMER_TASKS_STEP,)
 
     def start(self, parent: Any) -> None:
-        renewer = getattr(parent.app, "lease_renewer", None)
-        channel = getattr(getattr(parent, "task_consumer", None), "channel", None)
-        if renewer is None or channel is None:
+        renewer = getattr(parent.app, "lease_renewer", None)  # ours: None when the lease is off
+        if renewer is None:
             return
-        renewer.hold(channel.qos)
+        renewer.hold(compat.task_channel(parent).qos)
         renewer.start()
 
     def shutdown(self, parent: Any) -> None:

@@ -24,18 +24,14 @@ import time
 from typing import Any
 
 from celery import bootsteps
-from celery.worker import state
+
+from worker import celery_compat
 
 logger = logging.getLogger(__name__)
 
 # How long the parent waits for its children, at most: then it consumes anyway.
 WAIT_LIMIT_S = 300.0
 POLL_S = 0.2
-
-
-def shutting_down() -> bool:
-    """A warm or cold shutdown was asked for (Celery's own flags, set by its signal handlers)."""
-    return any(flag is not None and flag is not False for flag in (state.should_stop, state.should_terminate))
 
 
 class PoolReadiness:
@@ -54,7 +50,7 @@ class PoolReadiness:
         passed; returns how many were ready."""
         deadline = time.monotonic() + limit_s
         ready = 0
-        while ready < count and not shutting_down():
+        while ready < count and not celery_compat.shutdown_requested():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
@@ -66,20 +62,18 @@ class PoolReadiness:
 class WaitForPoolProcesses(bootsteps.StartStopStep):
     """Worker bootstep between the pool and the consumer: wait for :class:`PoolReadiness`."""
 
-    requires = ("celery.worker.components:Pool",)
+    requires = (celery_compat.WORKER_POOL_STEP,)
 
     def start(self, worker: Any) -> None:
-        from celery.concurrency.prefork import TaskPool
-
-        readiness = getattr(worker.app, "pool_readiness", None)
-        if readiness is None or not isinstance(worker.pool, TaskPool):
+        readiness = getattr(worker.app, "pool_readiness", None)  # ours: None outside create_app's apps
+        count = celery_compat.forked_pool_size(worker)
+        if readiness is None or count is None:
             return  # no forked children (solo, threads): nothing to wait for
-        count = worker.pool.num_processes
         started = time.monotonic()
         ready = readiness.wait(count)
         elapsed = time.monotonic() - started
         if ready == count:
             logger.info("pool: %d of %d processes built their resources in %.1f s", ready, count, elapsed)
-        elif not shutting_down():
+        elif not celery_compat.shutdown_requested():
             logger.warning("pool: %d of %d processes built their resources in %.0f s; consuming anyway "
                            "(the others' first tasks wait for them)", ready, count, elapsed)

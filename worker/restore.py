@@ -40,11 +40,7 @@ class RestoreHeldMessages(bootsteps.StartStopStep):
         self.restored_total = 0
 
     def start(self, parent: Any) -> None:
-        consumer = getattr(parent, "task_consumer", None)
-        channel = getattr(consumer, "channel", None)
-        if channel is None:
-            return
-        current = channel.qos
+        current = compat.task_channel(parent).qos
         pending = [qos for qos in self.previous if qos is not current]
         self.previous = [current, *self.restore(current, pending, compat.running_delivery_tags())]
 

@@ -12,8 +12,9 @@ What a chunking task's body costs on its way through a prefork worker (Celery 5.
 
 Two changes, both invisible on the wire (any producer's plain JSON request is served as before):
 
-* :func:`drop_decoded_arguments`: the request sent to the child no longer carries the decoded
-  arguments (the parent keeps them on its own request object for its failure paths);
+* :func:`worker.celery_compat.drop_decoded_arguments` (called by the task's request class,
+  tasks/chunk.py): the request sent to the child no longer carries the decoded arguments (the
+  parent keeps them on its own request object for its failure paths);
 * :func:`install_task_decoder`: in a pool child, a chunking task's body is validated straight
   from its JSON text into a ChunkRequest in one pass (pydantic), and the body's length, an upper
   bound of the request's JSON size, stands for the size check. Any body that is not exactly a
@@ -21,22 +22,20 @@ Two changes, both invisible on the wire (any producer's plain JSON request is se
   invalid or oversized request, another task's body) is decoded as before, so the task's own
   checks name the problem as they always did.
 
-Every Celery and kombu behaviour relied on here is named where it is used; the contract test
-(``tests/unit/test_serialization.py``) holds it against the installed versions.
+Every Celery and kombu behaviour relied on here is reached through :mod:`worker.celery_compat`
+(checked at worker start); ``tests/unit/test_serialization.py`` holds what it does against the
+installed versions.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any
 
-from kombu.serialization import registry
-from kombu.utils import json as kombu_json
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
 from schemas import ChunkRequest
 from worker import celery_compat
-
-JSON_CONTENT_TYPE = "application/json"
 
 
 class InlineRequest(ChunkRequest):
@@ -77,21 +76,8 @@ def decode_task_body(data: str | bytes | bytearray | memoryview, limit: int) -> 
 def install_task_decoder(limit: int) -> None:
     """Decode ``application/json`` with :func:`decode_task_body` in this process (a pool child).
 
-    kombu looks decoders up by content type in one process-wide registry, and the child's only
-    decode of a task body (``celery.app.trace.fast_trace_task``) goes through it; the parent,
+    The child's only decode of a task body (``celery.app.trace.fast_trace_task``) goes through
+    kombu's codec registry (:func:`worker.celery_compat.install_json_decoder`); the parent,
     which forked this child, keeps :func:`worker.celery_compat.fast_json_loads`.
     """
-    registry.register("json", kombu_json.dumps, lambda data: decode_task_body(data, limit),
-                      content_type=JSON_CONTENT_TYPE, content_encoding="utf-8")
-
-
-def drop_decoded_arguments(request_dict: dict[str, Any]) -> None:
-    """Leave the decoded arguments out of what the parent pickles to its pool child.
-
-    Celery's ``Request.execute_using_pool`` sends ``(task name, id, request dict, body, content
-    type, encoding)``; with a content type the child decodes ``body`` and overwrites the request
-    dict's ``args`` and ``kwargs`` with it (``fast_trace_task`` and ``trace_task_ret``), so the
-    decoded copies in the dict only cost a pickle and an unpickle of the whole request. The
-    parent's request keeps its own (``Request.args``: its failure paths, ``inspect``).
-    """
-    request_dict["args"], request_dict["kwargs"] = (), {}
+    celery_compat.install_json_decoder(partial(decode_task_body, limit=limit))

@@ -146,7 +146,7 @@ def connect(app: Any, settings: Settings) -> None:
             return
         check_worker_can_start(settings)
         preloaded = preload_tokenizers(settings)  # before the pool forks: every child inherits them
-        celery_compat.install_json_decoder()  # before the pool forks: every child inherits it
+        celery_compat.install_json_decoder(celery_compat.fast_json_loads)  # before the fork: inherited
         app.context = parent_context(settings)
         app.pool_readiness = PoolReadiness()  # before the pool forks: the children share it
 

@@ -19,8 +19,8 @@ from longparser.resources import Resources
 from service.store import ResultStore
 from tasks.aio import AsyncProducer, task_view_from_meta
 from tasks.chunk import run_chunk_job
-from tasks.client import JobHandle, Producer
-from tasks.errors import JobFailed, ResultTimeout
+from tasks.client import JobHandle, Producer, producer_celery
+from tasks.errors import ChunkingFailed, InvalidPayload, JobFailed, ResultTimeout
 from worker.context import WorkerContext
 
 DOCUMENTS = 200
@@ -33,6 +33,7 @@ class EagerStoreApp:
     def __init__(self, context: WorkerContext, delay: float = 0.0) -> None:
         self.context, self.delay = context, delay
         self.threads: list[threading.Thread] = []
+        self.backend = producer_celery(context.settings).backend  # the real one: status decodes with it
 
     def send_task(self, name: str, args: list[Any], task_id: str, **options: Any) -> None:
         payload = json.loads(json.dumps(args[0]))
@@ -158,14 +159,35 @@ def test_many_concurrent_waits_share_one_blocking_read(lp_settings: Settings) ->
     assert [v["state"] for v in views] == ["SUCCESS"] * len(docs)
 
 
-def test_task_view_reads_celerys_backend_value() -> None:
-    assert task_view_from_meta("d", "t", "q", None)["state"] == "PENDING"
-    progress = json.dumps({"status": "PROGRESS", "result": {"stage": "chunking", "blocks": 5, "chunks": 0}})
-    assert task_view_from_meta("d", "t", "q", progress.encode())["progress"]["stage"] == "chunking"
+def test_both_clients_read_one_view_of_celerys_backend_value(lp_settings: Settings) -> None:
+    """The asyncio client decodes the backend's value as ``AsyncResult`` does (the blocking
+    client's path): the same view of each state Celery stores, a producer's failure included."""
+    app = producer_celery(lp_settings)
+    backend = app.backend
+    blocking = Producer(lp_settings, app=app, store=ResultStore.from_settings(lp_settings))
+    assert task_view_from_meta(backend, "d", "t", "q", None)["state"] == "PENDING"
+    stored = {"PROGRESS": {"stage": "chunking", "blocks": 5, "chunks": 0},
+              "FAILURE": InvalidPayload("bad"), "RETRY": ChunkingFailed("again"), "STARTED": None}
+    keys = []
+    try:
+        for state, result in stored.items():
+            task_id = f"view-{uuid.uuid4().hex}"
+            backend.store_result(task_id, result, state)
+            keys.append(backend.get_key_for_task(task_id))
+            view = task_view_from_meta(backend, "d", task_id, "q", backend.client.get(keys[-1]))
+            assert view == blocking._task_view("d", task_id, "q") and view["state"] == state
+        assert task_view_from_meta(backend, "d", "t", "q", backend.client.get(keys[0]))["progress"]["stage"] \
+            == "chunking"
+        assert task_view_from_meta(backend, "d", "t", "q", backend.client.get(keys[1]))["error"] == {
+            "type": "InvalidPayload", "message": "bad"}
+    finally:
+        if keys:
+            backend.client.delete(*keys)
+    # a value written by another producer's Celery (no exc_module): same words
     failed = json.dumps({"status": "FAILURE",
                          "result": {"exc_type": "InvalidPayload", "exc_message": ["bad"]}})
-    assert task_view_from_meta("d", "t", "q", failed.encode())["error"] == {"type": "InvalidPayload",
-                                                                          "message": "bad"}
+    assert task_view_from_meta(backend, "d", "t", "q", failed.encode())["error"] == {"type": "InvalidPayload",
+                                                                                   "message": "bad"}
 
 
 def test_close_after_a_wait_that_found_its_record_returns_at_once(lp_settings: Settings) -> None:

@@ -62,7 +62,8 @@ def _without(internal: compat.Internal, monkeypatch: pytest.MonkeyPatch) -> None
 
     def init_without(self: Any, *args: Any, **kwargs: Any) -> None:
         init(self, *args, **kwargs)
-        self.__dict__.pop(internal.attribute, None)
+        for made in (self, *args):  # the instance, or the object it is made for (Celery's Tasks step)
+            getattr(made, "__dict__", {}).pop(internal.attribute, None)
 
     monkeypatch.setattr(internal.owner, "__init__", init_without)
     if internal.attribute in vars(internal.owner):  # kombu declares some at class level too
@@ -166,3 +167,101 @@ def test_an_operator_may_accept_the_newer_kombu(newer_kombu: dict[str, str], tmp
     warnings = [line for line in done.stderr.splitlines() if "untested dependencies" in line]
     assert warnings == [f"WARNING running on untested dependencies (LONGPARSER_ACCEPT_UNTESTED_DEPS=true): "
                         f"kombu {NEWER_KOMBU} is outside the tested range kombu~=5.7.0"]
+
+
+# --------------------------------------------------------------------------- accessors, never a quiet skip
+
+
+def test_a_kombu_key_layout_other_than_the_producers_copy_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """service/keys.py copies kombu's key layout for producers and ``longparser metrics``; a kombu
+    that lays its keys out otherwise stops the worker's start, naming the key."""
+    from service import keys
+
+    assert kombu_redis.Channel.sep == keys.KOMBU_PRIORITY_SEPARATOR
+    assert tuple(kombu_redis.PRIORITY_STEPS) == keys.KOMBU_PRIORITY_STEPS
+    monkeypatch.setattr(kombu_redis.Channel, "sep", "::")
+    monkeypatch.setattr(kombu_redis, "PRIORITY_STEPS", [0, 5])
+    assert compat.internal_problems() == [
+        "kombu.transport.redis.Channel.sep is '::', not '\\x06\\x16' as service/keys.py copies it",
+        "kombu.transport.redis.PRIORITY_STEPS is [0, 5], not [0, 3, 6, 9] as service/keys.py copies it"]
+
+
+def test_the_kombu_queue_keys_are_the_ones_kombu_names() -> None:
+    from service.keys import kombu_queue_keys
+
+    channel = kombu_redis.Channel
+    assert kombu_queue_keys("p:", "q") == ("p:q", "p:" + channel.keyprefix_queue % "q",
+                                           "p:" + channel.keyprefix_binding_permanent % "q")
+
+
+def test_a_consumer_step_without_a_task_consumer_fails_loudly() -> None:
+    from types import SimpleNamespace
+
+    channel = SimpleNamespace(qos="qos")
+    assert compat.task_channel(SimpleNamespace(task_consumer=SimpleNamespace(channel=channel))) is channel
+    with pytest.raises(RuntimeError, match=r"no task consumer .* restore on reconnect and leases cannot run"):
+        compat.task_channel(SimpleNamespace(task_consumer=None))
+    with pytest.raises(AttributeError):  # Celery renamed it: never a silent None
+        compat.task_channel(SimpleNamespace())
+
+
+def test_celerys_tasks_step_sets_the_task_consumer_the_accessor_reads() -> None:
+    from types import SimpleNamespace
+
+    from celery.worker.consumer.tasks import Tasks
+
+    consumer = SimpleNamespace()
+    Tasks(consumer)
+    assert consumer.task_consumer is None  # set for real by Tasks.start, before the steps that require it
+    assert f"{Tasks.__module__}:Tasks" == compat.CONSUMER_TASKS_STEP
+
+
+@pytest.mark.parametrize(("should_stop", "should_terminate", "asked"), [
+    (None, None, False), (False, False, False), (0, None, True), (None, 1, True), (True, None, True),
+])
+def test_shutdown_requested_reads_celerys_flags(monkeypatch: pytest.MonkeyPatch, should_stop: Any,
+                                                 should_terminate: Any, asked: bool) -> None:
+    from celery.worker import state
+
+    monkeypatch.setattr(state, "should_stop", should_stop)
+    monkeypatch.setattr(state, "should_terminate", should_terminate)
+    assert compat.shutdown_requested() is asked
+
+
+def test_forked_pool_size_is_the_prefork_pools_only() -> None:
+    from types import SimpleNamespace
+
+    from celery.concurrency.prefork import TaskPool
+    from celery.concurrency.solo import TaskPool as SoloPool
+    from celery.worker.components import Pool
+
+    pool = TaskPool(limit=2)
+    pool.start()  # forks its two processes (num_processes reads the running pool)
+    try:
+        assert compat.forked_pool_size(SimpleNamespace(pool=pool)) == 2
+    finally:
+        pool.terminate()
+    assert compat.forked_pool_size(SimpleNamespace(pool=SoloPool())) is None
+    assert f"{Pool.__module__}:Pool" == compat.WORKER_POOL_STEP
+
+
+def test_drop_decoded_arguments_empties_the_dict_the_request_pickles() -> None:
+    from celery import Celery
+    from celery.worker.request import Request
+    from kombu.message import Message
+
+    app = Celery("drop-arguments-test", set_as_current=False)
+
+    def chunk(request: Any, a: Any = None) -> None:
+        raise AssertionError("never run")
+
+    task = app.task(name="drop.arguments")(chunk)
+    headers = {"id": "t", "task": task.name, "lang": "py"}
+    message = Message(body=b'[[{"document_id": "d"}], {"a": 1}, {}]', headers=headers,
+                      content_type="application/json", content_encoding="utf-8", delivery_info={},
+                      properties={})
+    request = Request(message, app=app, task=task)
+    assert request.request_dict["args"] == [{"document_id": "d"}]
+    compat.drop_decoded_arguments(request)
+    assert (request.request_dict["args"], request.request_dict["kwargs"]) == ((), {})
+    assert request.args == [{"document_id": "d"}] and request.kwargs == {"a": 1}  # the parent keeps its own

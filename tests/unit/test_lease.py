@@ -164,7 +164,8 @@ def test_the_consumer_step_renews_each_new_channel_and_stops_at_shutdown(
     step = RenewLeases(SimpleNamespace())
     qos = StubQoS(["t"])
     step.start(SimpleNamespace(app=app, task_consumer=SimpleNamespace(channel=SimpleNamespace(qos=qos))))
-    step.start(SimpleNamespace(app=app, task_consumer=None))  # no consumer yet: nothing to renew
+    with pytest.raises(RuntimeError, match="no task consumer"):  # never a silent skip of the leases
+        step.start(SimpleNamespace(app=app, task_consumer=None))
     step.shutdown(SimpleNamespace(app=app))
     assert started == ["start", "stop"] and qos.lease is app.lease_renewer
     assert create_app(Settings(lease_interval=0), main="no-lease-test").lease_renewer is None

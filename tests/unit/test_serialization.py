@@ -4,6 +4,7 @@ request straight from the body's JSON; every other body is decoded exactly as be
 from __future__ import annotations
 
 import inspect
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -16,8 +17,9 @@ from service.store import ResultStore
 from tasks.chunk import run_chunk_job
 from tests.unit.worker_fixtures import context, isolated_settings, payload, settings, store  # noqa: F401
 from worker import celery_compat
+from worker.celery_compat import drop_decoded_arguments
 from worker.context import WorkerContext
-from worker.serialization import InlineRequest, decode_task_body, drop_decoded_arguments, install_task_decoder
+from worker.serialization import InlineRequest, decode_task_body, install_task_decoder
 
 EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
 
@@ -92,5 +94,5 @@ def test_the_child_decodes_the_body_and_overwrites_the_request_arguments() -> No
         assert "args, kwargs, embed = loads(" in source
         assert "request.update({\n        'args': args, 'kwargs': kwargs," in source
     request_dict = {"id": "t", "args": [payload()], "kwargs": {"a": 1}}
-    drop_decoded_arguments(request_dict)
+    drop_decoded_arguments(SimpleNamespace(request_dict=request_dict))
     assert request_dict == {"id": "t", "args": (), "kwargs": {}}

@@ -275,6 +275,12 @@ def test_restore_step_requeues_what_the_old_channel_held_on_reconnect() -> None:
     assert newer.restored == []  # each message once
 
 
+def test_restore_step_without_a_task_consumer_stops_the_start_instead_of_skipping() -> None:
+    step = RestoreHeldMessages(_consumer(FakeQoS([])))
+    with pytest.raises(RuntimeError, match="restore on reconnect and leases cannot run"):
+        step.start(type("Consumer", (), {"task_consumer": None})())
+
+
 def test_restore_step_keeps_what_it_could_not_restore_for_the_next_start() -> None:
     step = RestoreHeldMessages(_consumer(FakeQoS([])))
     old = FakeQoS(["t1", "t2"])
