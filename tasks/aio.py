@@ -183,13 +183,13 @@ class AsyncProducer:
                 view = await self.status(job)
                 if view["state"] in FINAL_STATES or view["state"] == "UNKNOWN":
                     return view
+                if self._reader_error is not None:  # checked once more above; no reader wakes it now
+                    raise self._reader_error
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return view
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(woken.wait(), remaining)
-                if self._reader_error is not None and not woken.is_set():
-                    raise self._reader_error
         finally:
             self._waiters[document_id].discard(woken)
             if not self._waiters[document_id]:

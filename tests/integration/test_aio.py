@@ -13,6 +13,7 @@ import uuid
 from typing import Any
 
 import pytest
+import redis.exceptions
 
 from config.settings import Settings
 from longparser.resources import Resources
@@ -20,7 +21,7 @@ from service.store import ResultStore
 from tasks.aio import AsyncProducer, task_view_from_meta
 from tasks.chunk import run_chunk_job
 from tasks.client import JobHandle, Producer, producer_celery
-from tasks.errors import ChunkingFailed, InvalidPayload, JobFailed, ResultTimeout
+from tasks.errors import BrokerUnavailable, ChunkingFailed, InvalidPayload, JobFailed, ResultTimeout
 from worker.context import WorkerContext
 
 DOCUMENTS = 200
@@ -211,3 +212,93 @@ def test_close_after_a_wait_that_found_its_record_returns_at_once(lp_settings: S
 
     asyncio.run(main())
     assert max(closes) < 2.0, closes
+
+
+def test_close_before_any_wait_returns_and_refuses_later_submits(lp_settings: Settings) -> None:
+    async def main() -> None:
+        producer = AsyncProducer(lp_settings, producer=_producer(lp_settings))
+        started = time.monotonic()
+        await producer.close()  # no stream reader was started: nothing to cancel
+        assert time.monotonic() - started < 2.0
+        with pytest.raises(RuntimeError, match="after shutdown"):  # its publishing pool is gone
+            await producer.submit(_request(f"closed-{uuid.uuid4().hex[:8]}"))
+
+    asyncio.run(main())
+
+
+class FailingAsyncClient:
+    """A ``redis.asyncio`` client whose commands named in ``failing`` raise ``error``; the rest go
+    to the real client."""
+
+    def __init__(self, inner: Any, error: Exception, *failing: str) -> None:
+        self.inner, self.error, self.failing = inner, error, set(failing)
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        command = getattr(self.inner, name)
+        if name not in self.failing:
+            return command
+
+        async def fail(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append(name)
+            raise self.error
+        return fail
+
+
+def _failing(settings: Settings, error: Exception, *failing: str) -> tuple[AsyncProducer, FailingAsyncClient]:
+    import redis.asyncio
+
+    client = FailingAsyncClient(redis.asyncio.Redis.from_url(settings.result_url), error, *failing)
+    return AsyncProducer(settings, producer=_producer(settings), client=client), client
+
+
+def test_an_async_read_past_the_window_is_broker_unavailable_and_a_bug_is_raised_at_once(
+    lp_settings: Settings,
+) -> None:
+    short = lp_settings.model_copy(update={"submit_retry_window": 0.3})
+    document_id = f"away-{uuid.uuid4().hex[:8]}"
+
+    async def main() -> None:
+        refused = redis.exceptions.ConnectionError("Error 111 connecting to 127.0.0.1:6399.\nRefused.")
+        producer, client = _failing(short, refused, "get")
+        async with producer:
+            started = time.monotonic()
+            with pytest.raises(BrokerUnavailable) as caught:
+                await producer.status(document_id)
+            assert time.monotonic() - started < 2.0  # the window bounds the wait
+            assert str(caught.value) == (
+                f"store unreachable at {short.result_url} for 0.3 s while reading the job of {document_id} "
+                "(ConnectionError: Error 111 connecting to 127.0.0.1:6399. Refused.)")
+            assert len(client.calls) > 1 and producer.waits.count == len(client.calls) - 1
+        wrong = redis.exceptions.ResponseError("WRONGTYPE Operation against a key holding the wrong kind")
+        producer, client = _failing(short, wrong, "get")
+        async with producer:
+            with pytest.raises(redis.exceptions.ResponseError, match=r"^WRONGTYPE"):
+                await producer.fetch_record(document_id)
+            assert (client.calls, producer.waits.count) == (["get"], 0)  # not waited out
+
+    asyncio.run(main())
+
+
+def test_an_outage_of_the_stream_reader_is_raised_by_every_wait(lp_settings: Settings) -> None:
+    short = lp_settings.model_copy(update={"submit_retry_window": 0.3})
+    store = ResultStore.from_settings(short)
+    docs = [f"unread-{uuid.uuid4().hex[:8]}-{n}" for n in range(3)]
+    for doc in docs:
+        store.save_job(doc, f"t-{doc}", "chunking")  # submitted, never finished: PENDING
+
+    async def main() -> list[Any]:
+        refused = redis.exceptions.ConnectionError("Connection refused (simulated)")
+        producer, _ = _failing(short, refused, "xread")
+        async with producer:
+            started = time.monotonic()
+            outcomes = await asyncio.gather(*(producer.wait(doc, timeout=30) for doc in docs),
+                                            return_exceptions=True)
+            assert time.monotonic() - started < 10  # woken by the reader's error, not the 30 s timeout
+            assert producer._waiters == {}  # every waiter unregistered
+            return outcomes
+
+    outcomes = asyncio.run(main())
+    assert [type(outcome) for outcome in outcomes] == [BrokerUnavailable] * len(docs)
+    assert all("for 0.3 s while waiting for completions (ConnectionError: Connection refused (simulated))"
+               in str(outcome) for outcome in outcomes)

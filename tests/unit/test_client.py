@@ -7,6 +7,7 @@ trip, like the broker), so these tests also cover submit -> task -> store -> get
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -199,6 +200,99 @@ def test_reads_past_the_window_raise_broker_unavailable(settings: Settings, fake
                     store=ResultStore(DownClient(), settings.key_prefix, 60))
     with pytest.raises(BrokerUnavailable, match="while reading the job of doc-1"):
         down.status("doc-1")
+
+
+def test_a_finished_task_whose_record_a_later_run_rewrote_shows_the_record(
+    producer: Producer, fake_app: FakeApp, store: ResultStore  # noqa: F811
+) -> None:
+    handle = producer.submit(payload())
+    fake_app.states[handle.task_id] = ("SUCCESS", {"document_id": "doc-1", "status": "SUCCESS"})
+    store.save_record(failure_record("doc-1", "later-task", "InvalidPayload", "block 0: bad"))
+    assert producer.status(handle) == {
+        "document_id": "doc-1", "task_id": "later-task", "queue": "chunking", "state": "FAILURE",
+        "progress": None, "error": {"type": "InvalidPayload", "message": "block 0: bad"}}
+    fake_app.states[handle.task_id] = ("STARTED", None)  # not finished: Celery's view stands
+    assert producer.status(handle)["state"] == "STARTED"
+
+
+def test_a_failure_without_a_record_is_read_from_celerys_exception(
+    producer: Producer, fake_app: FakeApp  # noqa: F811
+) -> None:
+    from tasks.errors import ChunkingFailed
+
+    handle = producer.submit(payload())
+    fake_app.states[handle.task_id] = ("FAILURE", ChunkingFailed("MemoryError: out of memory"))
+    error = {"type": "ChunkingFailed", "message": "MemoryError: out of memory"}
+    assert producer.status("doc-1")["error"] == error
+    with pytest.raises(JobFailed) as caught:
+        producer.get_result(handle, timeout=1)
+    assert (caught.value.error_type, caught.value.message) == ("ChunkingFailed", "MemoryError: out of memory")
+
+
+def test_a_success_without_a_stored_result_is_not_found_and_says_where_it_looked(
+    producer: Producer, fake_app: FakeApp, store: ResultStore  # noqa: F811
+) -> None:
+    handle = producer.submit(payload())
+    fake_app.states[handle.task_id] = ("SUCCESS", {"document_id": "doc-1", "status": "SUCCESS"})
+    expected = (f"task {handle.task_id} succeeded but no result is stored under "
+                f"'{store.prefix}:result:doc-1': it expired, or the worker writes to another "
+                "LONGPARSER_RESULT_URL")
+    with pytest.raises(JobNotFound, match=re.escape(expected)):
+        producer.get_result(handle, timeout=1)
+
+
+def test_a_programming_error_is_raised_as_it_is_without_waiting(
+    producer: Producer, fake_app: FakeApp, store: ResultStore  # noqa: F811
+) -> None:
+    fake_app.failures = [TypeError("send_task() got an unexpected keyword argument 'argsrepr'")]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'argsrepr'"):
+        producer.submit(payload())
+    assert producer.waits.count == 0
+    assert list(store.client.scan_iter(match=f"{store.prefix}:*")) == []  # no job entry
+
+
+class ReadFailsAtItsEnd:
+    """A Redis client whose first XREAD blocks for its whole time, then fails (the connection
+    dropped under it); the rest goes through."""
+
+    def __init__(self, inner: Any):
+        self.inner, self.reads = inner, 0
+
+    def xread(self, streams: Any, count: Any = None, block: int | None = None) -> Any:
+        self.reads += 1
+        if self.reads == 1:
+            time.sleep((block or 0) / 1000 + 0.05)
+            raise redis.exceptions.ConnectionError("Connection reset by peer (simulated)")
+        return self.inner.xread(streams, count=count, block=block)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_retried_read_after_the_deadline_returns_without_blocking_again(
+    settings: Settings, store: ResultStore, fake_app: FakeApp  # noqa: F811
+) -> None:
+    client = ReadFailsAtItsEnd(store.client)
+    reading = Producer(settings, app=fake_app, store=ResultStore(client, store.prefix, store.ttl))
+    handle = reading.submit(payload())
+    started = time.monotonic()
+    assert reading.wait(handle, timeout=0.2)["state"] == "PENDING"
+    assert time.monotonic() - started < 1.0
+    assert (client.reads, reading.waits.count) == (1, 1)  # the retry found no time left: no second read
+
+
+def test_the_module_functions_use_the_given_producer(
+    running_producer: Producer, store: ResultStore  # noqa: F811
+) -> None:
+    from tasks import client
+
+    handle = client.submit(payload(), producer=running_producer)
+    assert client.wait(handle, timeout=5, producer=running_producer)["state"] == "SUCCESS"
+    assert client.status("doc-1", producer=running_producer)["task_id"] == handle.task_id
+    assert client.fetch_record("doc-1", producer=running_producer) == store.load_record("doc-1")
+    result = client.get_result(handle, timeout=5, producer=running_producer)
+    assert [chunk.block_ids for chunk in result.chunks] == [["h1", "p1"], ["p2"]]
+    assert [sent["task_id"] for sent in running_producer.app.sent] == [handle.task_id]  # its app sent it
 
 
 # --- CLI ------------------------------------------------------------------------------------

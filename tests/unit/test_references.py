@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import zlib
 from dataclasses import replace
 from typing import Any
@@ -35,6 +36,7 @@ from tasks.client import Producer
 from tasks.errors import InvalidPayload, PayloadTooLarge, ReferenceCorrupt, ReferenceMissing, StoreUnavailable
 from tasks.payload import request_json, split_request
 from tests.unit.worker_fixtures import (  # noqa: F401
+    FailingDeletes,
     FakeApp,
     context,
     eager,
@@ -367,3 +369,58 @@ def test_inflating_stops_at_the_declared_size() -> None:
             assert tracemalloc.get_traced_memory()[1] < declared + 2 * 1024 * 1024
     finally:
         tracemalloc.stop()
+
+
+def test_a_malformed_reference_message_stores_a_reference_corrupt_failure(
+    context: WorkerContext, store: ResultStore  # noqa: F811
+) -> None:
+    message = _stored(store, "big-1", _big())
+    gzip = {"document_id": "big-1", "reference": {**message["reference"], "encoding": "gzip"}}
+    with pytest.raises(ReferenceCorrupt, match="encoding 'gzip' is not supported") as caught:
+        run_chunk_job(gzip, context, task_id="t-1")
+    assert caught.value.__cause__ is None  # the parser's own exception type does not travel
+    record = store.load_record("big-1")
+    assert (record["status"], record["error"]["type"]) == ("FAILURE", "ReferenceCorrupt")
+    assert _payload_keys(store) == [message["reference"]["key"].encode()]  # never read: not ours
+
+
+def test_referenced_bytes_not_deleted_after_the_result_are_logged_and_left_to_expire(
+    context: WorkerContext, store: ResultStore, caplog: pytest.LogCaptureFixture  # noqa: F811
+) -> None:
+    message = _stored(store, "big-1", _big())
+    failing = replace(context, store=replace(store, client=FailingDeletes(store.client)))
+    with caplog.at_level(logging.WARNING, logger="tasks.chunk"):
+        assert run_chunk_job(message, failing, task_id="t-1")["status"] == "SUCCESS"
+    assert store.load_record("big-1")["status"] == "SUCCESS"
+    key = message["reference"]["key"]
+    assert (f"document big-1: the referenced request {key} was not deleted (Connection refused "
+            "(simulated)); it expires with LONGPARSER_RESULT_TTL") in caplog.text
+    assert _payload_keys(store) == [key.encode()] and 0 < store.client.ttl(key) <= store.ttl
+
+
+def test_a_small_referenced_request_reports_no_progress(
+    eager: list, context: WorkerContext, store: ResultStore, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    import tasks.chunk
+
+    message = _stored(store, "big-1", _big(blocks=40))
+    chunk_document.apply_async(args=[message], task_id="t-0").get()
+    assert [meta["stage"] for _, meta in eager] == ["chunking", "storing"]  # its count is read first
+    eager.clear()
+    over = context.settings.model_copy(update={"progress_min_blocks": 41})
+    monkeypatch.setattr(tasks.chunk.app, "context", replace(context, settings=over))
+    message = _stored(store, "big-1", _big(blocks=40))
+    assert chunk_document.apply_async(args=[message], task_id="t-1").get()["blocks"] == 40
+    assert eager == []  # 40 blocks < 41: finished before a progress state would be read
+
+
+def test_a_request_of_another_shape_is_validated_whole() -> None:
+    dump = {"metadata": {"document_id": "dump-1"}, "pages": [{"page_number": 3, "blocks": [
+        {"block_id": "p1", "type": "paragraph", "text": "Output rose.", "hierarchy_path": ["Results"]}]}]}
+    envelope, blocks = split_request(json.dumps(dump).encode())  # a LongParser dump: no 'blocks' list
+    assert (envelope.document_id, envelope.blocks) == ("dump-1", [])
+    assert [(block.block_id, block.provenance["page_number"]) for block in blocks] == [("p1", 3)]
+    with pytest.raises(InvalidPayload, match=r"^payload must be a JSON object \(ChunkRequest\), got list"):
+        split_request(b'[{"document_id": "empty-1"}]')
+    with pytest.raises(InvalidPayload, match=r"^payload is not JSON: "):
+        split_request(b'{"document_id": ')

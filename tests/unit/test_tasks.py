@@ -45,7 +45,15 @@ from tasks.errors import (
     SemanticUnavailable,
     StoreUnavailable,
 )
-from tests.unit.worker_fixtures import context, eager, isolated_settings, payload, settings, store  # noqa: F401
+from tests.unit.worker_fixtures import (  # noqa: F401
+    FailingDeletes,
+    context,
+    eager,
+    isolated_settings,
+    payload,
+    settings,
+    store,
+)
 from worker.context import WorkerContext
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -545,3 +553,88 @@ def test_a_hard_time_limit_without_a_readable_document_id_deletes_the_start_coun
     store.count_start("t-9")
     store_time_limit_failure(context, {**payload(), "document_id": "no spaces"}, "t-9", 360)
     assert list(store.client.scan_iter(match=f"{store.prefix}:*")) == []  # no record, no count left
+
+
+def test_a_start_count_not_deleted_is_logged_and_left_to_expire(
+    context: WorkerContext, store: ResultStore, caplog: pytest.LogCaptureFixture  # noqa: F811
+) -> None:
+    store.count_start("t-9")
+    failing = replace(context, store=replace(store, client=FailingDeletes(store.client)))
+    with caplog.at_level(logging.WARNING, logger="tasks.chunk"):
+        store_time_limit_failure(failing, {**payload(), "document_id": "no spaces"}, "t-9", 360)  # no raise
+    assert "task t-9: its start count was not deleted (Connection refused (simulated)); it expires with " \
+           "LONGPARSER_RESULT_TTL" in caplog.text
+    assert store.client.exists(start_count_key(store.prefix, "t-9"))
+    assert 0 < store.client.ttl(start_count_key(store.prefix, "t-9")) <= store.ttl
+
+
+def test_a_payload_that_is_not_json_serialisable_is_refused_with_a_record(
+    context: WorkerContext, store: ResultStore  # noqa: F811
+) -> None:
+    unserialisable = {**payload(), "config": {"max_tokens": {12}}}  # a set: no JSON for it
+    with pytest.raises(InvalidPayload, match=r"^payload is not JSON-serialisable: Object of type set"):
+        run_chunk_job(unserialisable, context, task_id="t-1")
+    record = store.load_record("doc-1")
+    assert (record["status"], record["error"]["type"]) == ("FAILURE", "InvalidPayload")
+
+
+def test_a_progress_update_that_fails_does_not_fail_the_document(
+    eager: list, store: ResultStore, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def backend_away(state: Any = None, meta: Any = None, **_: Any) -> None:
+        eager.append((state, meta))
+        raise redis.exceptions.ConnectionError("Connection refused (simulated)")
+
+    monkeypatch.setattr(chunk_document, "update_state", backend_away)
+    with caplog.at_level(logging.WARNING, logger="tasks.chunk"):
+        summary = chunk_document.apply_async(args=[payload()], task_id="t-1").get()
+    assert summary["status"] == "SUCCESS" and store.load_record("doc-1")["status"] == "SUCCESS"
+    assert [meta["stage"] for _, meta in eager] == ["validating", "chunking", "storing"]  # every one tried
+    assert caplog.text.count("progress of task t-1 not recorded: Connection refused (simulated)") == 3
+
+
+def test_the_task_outside_a_worker_process_says_what_builds_its_context(
+    eager: list, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    import tasks.chunk
+
+    monkeypatch.setattr(tasks.chunk.app, "context", None)
+    with pytest.raises(RuntimeError, match=r"^no worker context: .*worker_process_init builds it"):
+        chunk_document.apply_async(args=[payload()], task_id="t-1").get()
+
+
+def _time_limit_request(args: list[Any], task_id: str = "t-9") -> TimeLimitAwareRequest:
+    """The request the worker parent builds from a message of ``args`` (kombu's Message, no broker)."""
+    from kombu.message import Message
+    from kombu.utils.json import dumps
+
+    app = chunk_document.app
+    headers, properties, body, _ = app.amqp.as_task_v2(task_id, chunk_document.name, args=args)
+    message = Message(body=dumps(body), headers=headers, content_type="application/json",
+                      content_encoding="utf-8", properties=properties,
+                      delivery_info={"exchange": "", "routing_key": "chunking"})
+    return TimeLimitAwareRequest(message, app=app, task=chunk_document)
+
+
+@pytest.mark.parametrize(("soft", "has_context", "stored"), [
+    (False, True, True), (True, True, False), (False, False, False),
+], ids=["hard", "soft", "no-context"])
+def test_time_limits_reach_celerys_own_handling_and_only_a_hard_one_stores_first(
+    context: WorkerContext, store: ResultStore, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+    soft: bool, has_context: bool, stored: bool,
+) -> None:
+    import celery.worker.request
+
+    import tasks.chunk
+
+    monkeypatch.setattr(tasks.chunk.app, "context", context if has_context else None)
+    seen: list[tuple[bool, float, bool]] = []
+    monkeypatch.setattr(celery.worker.request.Request, "on_timeout",
+                        lambda request, soft, timeout: seen.append(
+                            (soft, timeout, store.load_record("doc-1") is not None)))
+    _time_limit_request([payload()]).on_timeout(soft, 360)
+    # Celery's handling (its FAILURE state, the ack of a hard limit) runs once, after the record
+    assert seen == [(soft, 360, stored)]
+    # a soft limit raises in the task, which stores its own record; no context: nowhere to store
+    assert (store.load_record("doc-1") is not None) is stored

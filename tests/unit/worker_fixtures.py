@@ -16,6 +16,7 @@ from typing import Any
 
 import fakeredis
 import pytest
+import redis.exceptions
 
 from config.settings import Settings, get_settings
 from longparser.resources import Resources
@@ -96,6 +97,19 @@ def eager(context: WorkerContext, monkeypatch: pytest.MonkeyPatch) -> Iterator[l
     monkeypatch.setattr(tasks.chunk.chunk_document, "store_errors_even_if_ignored", False)
     yield calls
     app.conf.task_always_eager, app.conf.task_eager_propagates, app.context = saved
+
+
+class FailingDeletes:
+    """A Redis client whose DELs fail (Redis away for that one command); the rest goes through."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+
+    def delete(self, *keys: Any) -> Any:
+        raise redis.exceptions.ConnectionError("Connection refused (simulated)")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 class FakeAsyncResult:
