@@ -24,9 +24,9 @@ Cases (every one a request of at most 1 MB):
 * ``spanned-cell``: a 400,000-character cell spanning 500 rows beside 500 one-cell rows;
 * ``many-chunks`` (no repetition): 20,000 one-word paragraphs, ``max_tokens`` 1,
   ``overlap_blocks`` 0: a chunk per block (over the chunk cap: refused);
-* ``chunk-cap``: about the most chunks the chunk cap lets a 1 MB request make: 5,700
-  paragraphs of 120 characters, ``max_tokens`` 20, a chunk each (the cap for their text is
-  5,710).
+* ``chunk-cap``: many chunks the chunk cap lets a 1 MB request make: 5,700 paragraphs of 120
+  characters, ``max_tokens`` 20, a chunk each (the cap for their text is 7,420; 100-character
+  paragraphs would make about 6,800, the most).
 
 Usage:
     .venv/bin/python bench/bench_amplification.py [CASE ...]

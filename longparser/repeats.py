@@ -24,7 +24,7 @@ The other way a short request makes a large result is many small chunks: each ch
 worker a few KB whatever its text (its model, metadata and quality scores, its JSON), so 1 MB of
 one-word blocks with ``max_tokens`` 1 made 20,000 chunks and 100 MB. A call makes at most
 :func:`chunk_cap` chunks: :data:`CHUNK_CAP_FLOOR` plus one per :data:`TEXT_CHARS_PER_CHUNK`
-characters of input text (about one per 25 tokens); a request that would make more is refused
+characters of input text (about one per 50 tokens); a request that would make more is refused
 (``RequestRefused``, naming the numbers) before its chunks are built.
 """
 
@@ -33,9 +33,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 CHUNK_CAP_FLOOR = 4_000
-# Beyond the floor, one chunk per this many characters of input text (about 25 tokens): a long
-# document chunked strictly to a small max_tokens (32) stays under the cap.
-TEXT_CHARS_PER_CHUNK = 100
+# Beyond the floor, one chunk per this many characters of input text (about 50 tokens): a long
+# document chunked strictly to max_tokens 64 stays under the cap, while the most chunks a 1 MB
+# request can make stay within a pool child's memory bound (bench/README.md, "Repeated text").
+TEXT_CHARS_PER_CHUNK = 200
 REPEAT_ALLOWANCE_CHARS = 2_000_000
 REPEATS_PER_INPUT_CHAR = 4
 SHORT_FORM_CHARS = 48  # a short form: the text's first words, at most this many characters

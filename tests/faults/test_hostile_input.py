@@ -103,7 +103,7 @@ SCENARIOS: list[tuple[str, Callable[[], list[dict[str, Any]] | dict[str, Any]], 
     ("10 column names of 5,000 chars, 2,000 rows", lambda: _amplifying("header-per-row"), "", "SUCCESS", ""),
     ("100,000-char header over 500 columns", lambda: _amplifying("merged-header"), "", "SUCCESS", ""),
     ("20,000 one-word paragraphs, max_tokens 1", lambda: _amplifying("many-chunks"), "",
-     "FAILURE RequestRefused", "the request makes 20000 chunks, over the cap of 4050"),
+     "FAILURE RequestRefused", "the request makes 20000 chunks, over the cap of 4100"),
     ("5,700 chunks of 120 chars (the chunk cap)", lambda: _amplifying("chunk-cap"), "", "SUCCESS", ""),
 ]
 

@@ -209,5 +209,5 @@ def test_crafted_repetition_writes_a_few_times_its_request(case: str):
 
 def test_a_request_of_one_chunk_per_tiny_block_is_refused():
     body = json.dumps(request_of("many-chunks"))
-    with pytest.raises(RequestRefused, match="the request makes 20000 chunks, over the cap of 4200"):
+    with pytest.raises(RequestRefused, match="the request makes 20000 chunks, over the cap of 4100"):
         chunk_request(InlineRequest.model_validate_json(body))
