@@ -208,9 +208,9 @@ class ChunkingConfig(BaseModel):
     (none: all)
     """
     overlap_max_share: float | None = Field(default=None, gt=0.0, le=1.0)
-    """overlap takes at most this share of `max_tokens` and at most a third of its chunk's own tokens
-    (never a quarter of the chunk or more): whole paragraphs first, then a sentence or word cut
-    (none: whole paragraphs)
+    """overlap takes at most this share of `max_tokens` less `reserve_tokens` and at most a third of
+    its chunk's own tokens (never a quarter of the chunk or more): whole paragraphs first, then a
+    sentence or word cut (none: whole paragraphs)
     """
     overlap_unit: OverlapUnit = "paragraph"
     """what `overlap_blocks` counts: the previous chunk's last paragraphs, or its last sentences"""
