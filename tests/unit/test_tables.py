@@ -197,6 +197,20 @@ def test_table_batch_tokens_leaves_a_table_that_fits_whole(make_block):
     assert [c.text for c in whole.chunks] == ["\n".join(PEOPLE_RECORDS)]
 
 
+def test_a_table_fits_one_chunk_within_the_budget_and_table_rows_per_chunk_rows(make_block):
+    # 20 short rows fit the default budget; the default row cap (15) still cuts them, and a
+    # table cut in batches is not packed with the small table after it
+    long = table_dict([["K", "V"], *[[f"k{i}", str(i)] for i in range(20)]], flag_header=True)
+    small = table_dict([["K", "V"], ["a", "1"]], flag_header=True)
+    blocks = [make_block("", "table", table=long), make_block("", "table", table=small)]
+    config = {"pack_tables": True, "generate_schema_chunks": False, "table_chunk_format": "pipe"}
+    capped = run_engine(blocks, **config)
+    assert [(c.block_ids, c.metadata["row_start"], c.metadata["row_end"]) for c in capped.chunks] == [
+        (["b1"], 1, 15), (["b1"], 16, 20), (["b2"], 1, 1)]
+    whole = run_engine(blocks, table_rows_per_chunk=20, **config)
+    assert [c.metadata["table_block_ids"] for c in whole.chunks] == [["b1", "b2"]]
+
+
 @pytest.mark.case("B09")
 def test_B09_row_batches_limited_by_token_budget(make_block):
     # records have 5 words (6 tokens): two rows (12) exceed 11
