@@ -64,6 +64,10 @@ rows (``metadata.table_format`` ``pipe``) where a text of
 The title and header line repeated in later batches are charged once the batches are known;
 beyond the allowance each is its short form.
 
+Lead-in: the paragraph that introduces the table ("Table 1 lists ...", ``TableSeg.lead``: the
+rule of a list's lead-in, longparser/sections.py) opens the table's first chunk, on its own line
+above the title: a table is not separated from the sentence that says what it holds.
+
 Fallback: a table block without cells becomes one ``table`` chunk of its text
 (``table_format`` ``text``); a structured table without data rows becomes one ``table``
 chunk holding its header line.
@@ -381,7 +385,16 @@ def _whole(rec: Rec, text: str, section: Section, meta: dict[str, Any], budget: 
 
 
 def table_drafts(seg: TableSeg, section: Section, config: ChunkingConfig, budget: Budget) -> list[Draft]:
-    """All drafts of one table block, in emission order (see the module doc)."""
+    """All drafts of one table block, in emission order (see the module doc), the first opened
+    by the table's lead-in when it has one."""
+    drafts = _own_drafts(seg, section, config, budget)
+    if seg.lead is not None:
+        _opened_by(Part(seg.lead, seg.lead.text, seg.lead.units), drafts[0])
+    return drafts
+
+
+def _own_drafts(seg: TableSeg, section: Section, config: ChunkingConfig, budget: Budget) -> list[Draft]:
+    """The drafts of the table and its title."""
     rec, grid, title_rec = seg.table, seg.table.grid, seg.caption
     fmt = config.table_chunk_format
     title = None if title_rec is None else Part(title_rec, title_rec.text, title_rec.units)
