@@ -52,12 +52,6 @@ class Budget:
                 f"one character already counts {smallest}"
             )
 
-    @property
-    def max_tokens(self) -> int:
-        """:attr:`chunk_limit` under the name longparser/overlap.py still reads (to go once it
-        reads ``chunk_limit``): not ``max_tokens`` when ``reserve_tokens`` is set."""
-        return self.chunk_limit
-
     def described_limit(self) -> str:
         """The limit as a refusal names it: ``chunk limit 251 (max_tokens less reserve_tokens)``."""
         return f"chunk limit {self.chunk_limit} (max_tokens less reserve_tokens)"

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 from longparser.boxes import merged_boxes
 from longparser.prepare import Rec
-from longparser.sections import Section
+from longparser.sections import Section, introduces
 from longparser.tables import Grid
 from longparser.tokens import TokenCounter
 from schemas import Chunk
@@ -115,7 +115,8 @@ class Draft:
 
     Attributes:
         parts: the body's pieces (see the module doc).
-        kind: chunk type (section | table | table_schema | list | equation).
+        kind: the stage's type (section | table | table_schema | list); the chunk's type is
+            :func:`chunk_type`, worked out from the parts once drafts are final.
         section: the section the chunk's content belongs to.
         meta: chunk metadata (tables: table_block_id, row_start, ...).
         prefix: repeated text before the body, with its separator, or "".
@@ -235,9 +236,38 @@ class Draft:
         self.repeated_lead_in = lead_in
 
 
-def prose_kind(records: list[Rec], default: str) -> str:
-    """``equation`` when any record is an equation, else ``default``."""
-    return "equation" if any(rec.kind == "equation" for rec in records) else default
+def leads_to_equation(rec: Rec, following: Rec) -> bool:
+    """Whether ``rec`` is the paragraph that introduces the equation ``following`` (equation
+    glue keeps them in one chunk: longparser/packing.py)."""
+    return rec.kind == "paragraph" and following.kind == "equation"
+
+
+def chunk_type(draft: Draft) -> str:
+    """The type of the chunk ``draft`` makes, worked out from its own parts (repeated text and
+    headings aside), never carried through merges: a table's drafts keep their type; ``list``
+    when every part is a list item or the lead-in of the list item after it
+    (:func:`~longparser.sections.introduces`); ``equation`` when it holds an equation and
+    every other part is next to one (the paragraph that introduces it, the one after it that
+    says what its symbols are); else ``section``. A chunk of prose that merely holds an equation
+    among other paragraphs says so in ``equation_detected``."""
+    if draft.is_table:
+        return draft.kind
+    own = [p.rec for p in draft.parts if not p.repeated and p.rec.kind != "heading"]
+    if not own:
+        return "section"
+    following = [*own[1:], None]
+    if own[-1].kind == "list_item" and all(
+            rec.kind == "list_item" or (nxt is not None and nxt.kind == "list_item"
+                                        and rec.kind == "paragraph" and introduces(rec.text))
+            for rec, nxt in zip(own, following, strict=True)):
+        return "list"
+    previous = [None, *own[:-1]]
+    if any(rec.kind == "equation" for rec in own) and all(
+            rec.kind == "equation" or (nxt is not None and leads_to_equation(rec, nxt))
+            or (before is not None and before.kind == "equation")
+            for before, rec, nxt in zip(previous, own, following, strict=True)):
+        return "equation"
+    return "section"
 
 
 def _title_markers(draft: Draft, meta: dict[str, Any]) -> None:
@@ -277,7 +307,7 @@ def to_chunk(
         "chunk_id": chunk_id,
         "text": text,
         "token_count": token_count,
-        "chunk_type": draft.kind,
+        "chunk_type": chunk_type(draft),
         "section_path": list(draft.path) if section_path is None else section_path,
         "page_numbers": sorted({rec.page for rec in sources} - _NO_PAGE),
         "block_ids": [rec.block_id for rec in sources],

@@ -21,10 +21,11 @@ no chunk ends with a heading unless the document does. Then (:func:`merge_small`
   unioned in order.
 
 A merged draft belongs to its target's section: a heading merged forward takes the section of
-the content it opens (a chunk's ``section_path`` is that of its content). The merged draft
-keeps the target's type, but becomes ``equation`` when either side held an equation; metadata
-is the union (target wins). A merged draft is checked again when the loop reaches it (it may
-still be under the minimum). Merging only ever joins neighbours, so reading order is kept.
+the content it opens (a chunk's ``section_path`` is that of its content). The merged chunk's
+type is worked out from its parts (:func:`~longparser.build.chunk_type`), never carried from
+either side; metadata is the union (target wins). A merged draft is checked again when the
+loop reaches it (it may still be under the minimum). Merging only ever joins neighbours, so
+reading order is kept.
 
 Repeated text: the earlier draft's prefix stays. The later draft's repeated lead-in is
 dropped when the earlier draft already holds that lead-in: as primary content (the first piece
@@ -50,7 +51,7 @@ def _holds_lead_in(draft: Draft, lead_in: Rec) -> bool:
 
 
 def merge_pair(earlier: Draft, later: Draft, target: Draft) -> Draft:
-    """One draft holding ``earlier`` then ``later``; ``target`` decides the type and section.
+    """One draft holding ``earlier`` then ``later``; ``target`` decides the section.
 
     The merged draft keeps what a piece cut from it must repeat (a list's lead-in), so that a
     strict cut of it still shows what its items are a list of, and whether a semantic boundary
@@ -68,9 +69,8 @@ def merge_pair(earlier: Draft, later: Draft, target: Draft) -> Draft:
                            later_parts[0].after(LINE_SEPARATOR)]
         repeated = repeated or lead_in
     later_parts[0] = later_parts[0].after(MERGE_SEPARATOR)
-    kind = "equation" if earlier.has_equation() or later.has_equation() else target.kind
     meta = {**(earlier if target is later else later).meta, **target.meta}
-    return target.evolve(parts=earlier.parts + later_parts, kind=kind, meta=meta, prefix=earlier.prefix,
+    return target.evolve(parts=earlier.parts + later_parts, meta=meta, prefix=earlier.prefix,
                          prefix_units=earlier.prefix_units, repeated_lead_in=repeated,
                          lead_in=earlier.lead_in or later.lead_in, after_boundary=earlier.after_boundary)
 

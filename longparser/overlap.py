@@ -19,9 +19,10 @@ Decisions (docs/chunking.md has the rules):
 * No overlap onto a draft that already starts with repeated text (a later list piece with its
   lead-in), nor when the draft's text already starts with the overlap text.
 * Overlap texts are joined to each other and to the draft with a blank line.
-* ``overlap_max_share`` caps the overlap at that share of ``max_tokens`` and at a third of the
-  draft's own tokens, so that overlap is never more than a quarter of the chunk it opens (more
-  would make the chunk mostly a copy of its neighbour); in strict mode the overlap also takes at
+* ``overlap_max_share`` caps the overlap at that share of the chunk limit (``max_tokens`` less
+  ``reserve_tokens``) and at a third of the draft's own tokens, so that overlap is never more
+  than a quarter of the chunk it opens (more would make the chunk mostly a copy of its
+  neighbour); in strict mode the overlap also takes at
   most the room the chunk has left. Whole paragraphs are dropped from its start first, then the
   earliest kept one is cut to its end (from a sentence start, else a word start). A chunk with
   no room gets no overlap.
@@ -114,7 +115,7 @@ def apply_overlap(
     """Prepend overlap in place (drafts are the engine's own objects)."""
     if n <= 0:
         return
-    share_cap = None if max_share is None else int(max_share * budget.max_tokens)
+    share_cap = None if max_share is None else int(max_share * budget.chunk_limit)
     counter = budget.counter
     for previous, current in pairwise(drafts):
         if previous.section is not current.section or previous.is_table or current.is_table:

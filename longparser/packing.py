@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Set
 
 from longparser.budget import Budget
-from longparser.build import PROSE_SEPARATOR, Draft, parts_of, prose_kind
+from longparser.build import PROSE_SEPARATOR, Draft, leads_to_equation, parts_of
 from longparser.prepare import Rec
 from longparser.sections import Section
 
@@ -39,7 +39,7 @@ def _glue(closed: list[Rec], upcoming: Rec) -> list[Rec]:
     cut = len(closed)
     while cut > 1 and closed[cut - 1].kind == "heading":
         cut -= 1
-    if cut == len(closed) and upcoming.kind == "equation" and cut > 1 and closed[-1].kind == "paragraph":
+    if cut == len(closed) and cut > 1 and leads_to_equation(closed[-1], upcoming):
         cut -= 1
     moved = closed[cut:]
     del closed[cut:]
@@ -73,7 +73,7 @@ def pack_groups(
 
 
 def pack_prose(records: list[Rec], starts: Set[int], section: Section, budget: Budget) -> list[Draft]:
-    """Pack a prose run into section/equation drafts.
+    """Pack a prose run into prose drafts (their chunk type: :func:`~longparser.build.chunk_type`).
 
     A draft holding a block a semantic boundary starts at is ``after_boundary``: every such block
     starts a new chunk, so the boundary lies between this draft and the one before it (blocks
@@ -81,7 +81,7 @@ def pack_prose(records: list[Rec], starts: Set[int], section: Section, budget: B
     """
 
     def draft(group: list[Rec]) -> Draft:
-        return Draft(parts_of(group, PROSE_SEPARATOR), prose_kind(group, "section"), section)
+        return Draft(parts_of(group, PROSE_SEPARATOR), "section", section)
 
     drafts = [draft(group) for group in pack_groups(records, starts, budget.packer(draft))]
     if starts:

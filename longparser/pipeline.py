@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 
 from longparser.breadcrumbs import breadcrumb, embed_text
 from longparser.budget import Budget
-from longparser.build import Draft, to_chunk
+from longparser.build import Draft, chunk_type, to_chunk
 from longparser.errors import RequestRefused
 from longparser.fit import block_parts, fit_all
 from longparser.hierarchy import DerivedPaths, context_warnings
@@ -149,6 +149,9 @@ def section_drafts(section: Section, starts: set[int], config: ChunkingConfig, b
     tables: list[list[Draft]] = []  # the run of consecutive tables so far
     for seg in section.segments:
         if isinstance(seg, TableSeg):
+            if tables and seg.lead is not None:  # its lead-in lies between it and the table before
+                drafts.extend(_tables(tables, config, budget))
+                tables = []
             tables.append(table_drafts(seg, section, config, budget))
             continue
         if tables:
@@ -189,7 +192,7 @@ def finalize(drafts: list[Draft], document_id: str | None, resources: Resources,
     counter = budget.counter
     chunks = []
     pieces = block_parts(drafts) if budget.strict else None
-    idents = chunk_ids(document_id, [(draft.kind, draft.primary_texts()) for draft in drafts])
+    idents = chunk_ids(document_id, [(chunk_type(draft), draft.primary_texts()) for draft in drafts])
     crumbs = [breadcrumb(draft) for draft in drafts] if budget.with_breadcrumb else None
     whole = _section_titles_whole(drafts, crumbs, budget)
     for index, draft in enumerate(drafts):

@@ -17,10 +17,13 @@ Within a section, blocks are cut into segments, in reading order:
   still without one takes the paragraph directly before it that introduces it (ending with a
   colon: "Here are the things a duck could eat:"), as a list takes its lead-in. A caption that names a
   figure ("Figure 3: ...", "Fig. 3") is never a table's. A caption not attached to a table is
-  ordinary prose.
+  ordinary prose. The ``paragraph`` directly before a table's title above it, when it
+  introduces the table (:func:`introduces`, the rule of a list's lead-in) and names a table
+  ("Table 1 lists the ..."), is the table's lead-in (``TableSeg.lead``), which opens its first chunk. A table
+  without a title above it takes no lead-in: the caption marks where the table's part begins.
 * ``ListSeg``: a run of consecutive ``list_item`` blocks plus its lead-in: the ``paragraph``
   directly before it in the same section, when that paragraph introduces the list
-  (:func:`introduces_list`). Any other paragraph before a list is ordinary prose.
+  (:func:`introduces`). Any other paragraph before a list is ordinary prose.
 * ``ProseSeg``: any other run (paragraph, heading, equation, figure, caption, code, and
   headers/footers when they are not excluded) - these are packed.
 
@@ -32,6 +35,7 @@ of its section).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import attrgetter
 
@@ -47,10 +51,12 @@ class ProseSeg:
 
 @dataclass(slots=True)
 class TableSeg:
-    """A table block and its title (a caption or a "Table N" paragraph), if it has one."""
+    """A table block, its title (a caption or a "Table N" paragraph) and its lead-in, if it has
+    them."""
 
     table: Rec
     caption: Rec | None = None
+    lead: Rec | None = None
 
 
 @dataclass(slots=True)
@@ -103,12 +109,19 @@ _TABLE_NAME = re.compile(
     r"(?:\s*[:.|\-\u2013\u2014]|\s+[A-Z(\[\"\u201c]|\s*$)"
 )
 _KIND = attrgetter("kind")
+_TABLE_MENTION = re.compile(r"\b(?:Table|TABLE|Tab\.)\s*(?:[A-Z]\.?)?\d")  # "Table 1 lists ..."
 _FIGURE_NAME = re.compile(r"\s*(?:Figure|FIGURE|Fig\.|FIG\.)\s*[A-Z]?\d")
 
 
 def names_a_table(text: str) -> bool:
     """Whether a paragraph is a table's title: it starts with the table's name ("Table 2: ...")."""
     return _TABLE_NAME.match(text) is not None
+
+
+def refers_to_a_table(text: str) -> bool:
+    """Whether a paragraph speaks of a table ("Table 1 lists ...") without being one's title
+    (another table's caption read as a paragraph is not this table's lead-in)."""
+    return _TABLE_MENTION.search(text) is not None and not names_a_table(text)
 
 
 def _is_title_for(rec: Rec, table: Rec, table_titles: bool) -> bool:
@@ -163,8 +176,8 @@ LEAD_IN_ENDINGS = (
 SHORT_LEAD_IN_WORDS = 40
 
 
-def introduces_list(text: str) -> bool:
-    """Whether a paragraph directly before a list is its lead-in: it ends with a colon or a
+def introduces(text: str) -> bool:
+    """Whether a paragraph directly before a list (or a table) is its lead-in: it ends with a colon or a
     lead-in phrase ("the following", "as follows", "include", "such as", ...), or it is short
     (at most :data:`SHORT_LEAD_IN_WORDS` words). A long paragraph that merely precedes a list
     (a page-break fragment, the end of a discussion) is prose, never repeated with the list."""
@@ -172,6 +185,15 @@ def introduces_list(text: str) -> bool:
     if stripped.endswith(":") or len(stripped.split()) <= SHORT_LEAD_IN_WORDS:
         return True
     return stripped.rstrip(".,;—–-").rstrip().lower().endswith(LEAD_IN_ENDINGS)
+
+
+def _lead_in(prose: list[Rec], about: Callable[[str], object] = bool) -> Rec | None:
+    """The last record of the prose run so far, taken out of it, when it is a paragraph that
+    introduces what comes next (a list, a table) and, for a table, names one (``about``: a
+    running header or a closing remark is short too, but says nothing of the table); else None."""
+    if prose and prose[-1].kind == "paragraph" and introduces(prose[-1].text) and about(prose[-1].text):
+        return prose.pop()
+    return None
 
 
 def segment(records: list[Rec], table_titles: bool = False) -> list[Segment]:
@@ -191,11 +213,13 @@ def segment(records: list[Rec], table_titles: bool = False) -> list[Segment]:
     while i < n:
         rec = records[i]
         if rec.kind == "table":
+            caption = captions.get(i)
+            titled_above = caption is not None and i > 0 and records[i - 1] is caption
+            lead = _lead_in(prose, refers_to_a_table) if titled_above else None
             flush()
-            segments.append(TableSeg(rec, captions.get(i)))
+            segments.append(TableSeg(rec, caption, lead))
         elif rec.kind == "list_item":
-            introduced = prose and prose[-1].kind == "paragraph" and introduces_list(prose[-1].text)
-            lead = prose.pop() if introduced else None
+            lead = _lead_in(prose)
             flush()
             j = i
             while j < n and records[j].kind == "list_item":

@@ -21,20 +21,24 @@ Formats (``table_chunk_format``), each row of a data row (or band) written whole
 Batching: rows are added while the batch fits (:meth:`Budget.packer`: the per-line token sum
 with its title and header line, or in strict mode the batch's emitted count) and holds fewer
 than ``table_rows_per_chunk`` rows; a single row larger than the target is kept whole (a target
-exception). With ``table_batch_tokens`` N, a column band that does not fit one chunk is cut
-into batches whose rows count at most N tokens (their lines' sum; the title and header lines
-aside), so each chunk holds a few rows, the facts a question asks for, under the table's title
-rather than as many rows as the budget takes; a band that fits one chunk stays whole (a small
-table reads best whole, and only a single-chunk table is packed with its neighbours). In
+exception). A column band *fits one chunk* when it fits the budget and has at most
+``table_rows_per_chunk`` rows (the row cap is a caller's explicit ask for chunks of a few rows,
+so it holds for small tables too): such a band stays whole (a small table reads best whole,
+and only a single-chunk table is packed with its neighbours). With ``table_batch_tokens`` N, a
+band that does not fit one chunk is cut into batches whose rows count at most N tokens (their
+lines' sum; the title and header lines aside), so each chunk holds a few rows, the facts a
+question asks for, under the table's title rather than as many rows as the budget takes. In
 strict mode a row too long alone is cut by the fit stage, which the batch tells where a table
 may be cut (:class:`~longparser.build.TableRows`).
 
-Wide tables (more than ``wide_table_col_threshold`` columns): bands of 12 columns, each
-carrying column 0 as the key. Reading: band 1 is columns 0-11; every later band is column 0
-plus the next 11 columns (12-22, 23-33, ...). ``col_band`` is ``[first, last]`` of the
-columns a band covers besides the repeated key (band 1: ``[0, 11]``; band 2: ``[12, 22]``);
-it is null for tables that are not banded. Bands are emitted one after another, each with
-all its row batches.
+Wide tables (more than ``wide_table_col_threshold`` columns): bands of :data:`BAND_WIDTH` (12)
+columns, each carrying column 0 as the key. The threshold says when a table is banded, the
+fixed width how: a band reads as one row of a dozen named values whatever the threshold (below
+12, a table just over it is one band: ``col_band`` set, nothing repeated). Reading: band 1 is
+columns 0-11; every later band is column 0 plus the next 11 columns (12-22, 23-33, ...).
+``col_band`` is ``[first, last]`` of the columns a band covers besides the repeated key
+(band 1: ``[0, 11]``; band 2: ``[12, 22]``); it is null for tables that are not banded.
+Bands are emitted one after another, each with all its row batches.
 
 Schema chunk (``generate_schema_chunks``, chunk_type ``table_schema``): counts, each
 column's type and null rate, and up to 5 sample rows in the table format over all columns
@@ -60,6 +64,10 @@ rows (``metadata.table_format`` ``pipe``) where a text of
 The title and header line repeated in later batches are charged once the batches are known;
 beyond the allowance each is its short form.
 
+Lead-in: the paragraph that introduces the table ("Table 1 lists ...", ``TableSeg.lead``: the
+rule of a list's lead-in, longparser/sections.py) opens the table's first chunk, on its own line
+above the title: a table is not separated from the sentence that says what it holds.
+
 Fallback: a table block without cells becomes one ``table`` chunk of its text
 (``table_format`` ``text``); a structured table without data rows becomes one ``table``
 chunk holding its header line.
@@ -81,7 +89,7 @@ from longparser.tables import Grid, column_profiles
 from schemas import ChunkingConfig
 
 PACKED_SEPARATOR = "\n\n"
-BAND_WIDTH = 12
+BAND_WIDTH = 12  # columns of a band, its key included (see the module doc)
 SAMPLE_ROWS = 5
 TITLE_NAME_WORDS = 3  # "Table 1:", "TABLE S2.": a first sentence this short only names the table
 _HEADED_FORMATS = frozenset({"pipe", "markdown"})
@@ -209,7 +217,8 @@ class _Batcher:
         return draft
 
     def batches(self) -> list[Draft]:
-        """The batches: the band whole when it fits one chunk, else batches of at most
+        """The batches: the band whole when it fits one chunk (the budget and
+        ``table_rows_per_chunk``: the one test of it), else batches of at most
         ``table_batch_tokens`` of rows."""
         drafts = self._batches(None)
         if len(drafts) > 1 and self.batch_tokens is not None:
@@ -376,7 +385,16 @@ def _whole(rec: Rec, text: str, section: Section, meta: dict[str, Any], budget: 
 
 
 def table_drafts(seg: TableSeg, section: Section, config: ChunkingConfig, budget: Budget) -> list[Draft]:
-    """All drafts of one table block, in emission order (see the module doc)."""
+    """All drafts of one table block, in emission order (see the module doc), the first opened
+    by the table's lead-in when it has one."""
+    drafts = _own_drafts(seg, section, config, budget)
+    if seg.lead is not None:
+        _opened_by(Part(seg.lead, seg.lead.text, seg.lead.units), drafts[0])
+    return drafts
+
+
+def _own_drafts(seg: TableSeg, section: Section, config: ChunkingConfig, budget: Budget) -> list[Draft]:
+    """The drafts of the table and its title."""
     rec, grid, title_rec = seg.table, seg.table.grid, seg.caption
     fmt = config.table_chunk_format
     title = None if title_rec is None else Part(title_rec, title_rec.text, title_rec.units)
@@ -422,9 +440,10 @@ def _packed(tables: list[Draft]) -> Draft:
 
 def pack_tables(tables: list[list[Draft]], budget: Budget) -> list[Draft]:
     """With ``pack_tables``: consecutive tables (nothing between them) that each make a single
-    chunk are packed together while they fit, like paragraphs (a spreadsheet or a form converted
-    as many small tables: a label table beside its value table). ``tables``: each table's drafts,
-    in order; a table of more than one chunk is never packed."""
+    chunk (:meth:`_Batcher.batches`: within the budget and ``table_rows_per_chunk`` rows) are
+    packed together while they fit, like paragraphs (a spreadsheet or a form converted as many
+    small tables: a label table beside its value table). ``tables``: each table's drafts, in
+    order; a table of more than one chunk is never packed."""
     counter = budget.counter
     fits = budget.packer(_packed)
     out: list[Draft] = []

@@ -143,11 +143,12 @@ class ChunkingConfig(BaseModel):
     """trailing paragraphs (or sentences) of the previous chunk prepended, repeated (0: none)"""
     # --- tables (docs/chunking.md) ------------------------------------------------------------
     table_rows_per_chunk: int = Field(default=15, ge=1)
-    """rows per table chunk (also bounded by `max_tokens`)"""
+    """rows per table chunk, at most (also bounded by `max_tokens`): a table of more rows never fits
+    one chunk, so it is cut into row batches and never packed with its neighbours"""
     table_batch_tokens: int | None = Field(default=None, ge=1, le=100_000)
     """a table (column band) that does not fit one chunk is cut into row batches whose rows count at most
-    this many tokens (title and header lines aside); one that fits stays whole (none: batches as
-    large as `max_tokens` allows)
+    this many tokens (title and header lines aside); one that fits (within `max_tokens` and
+    `table_rows_per_chunk` rows) stays whole (none: batches as large as `max_tokens` allows)
     """
     table_chunk_format: TableChunkFormat = "row_record"
     """`Row 3: Name=Ada; Year=1843`, `Ada: Year=1843`, `Ada | 1843` under the repeated header line, or a
@@ -158,7 +159,8 @@ class ChunkingConfig(BaseModel):
     mode as many as fit; never cut)
     """
     wide_table_col_threshold: int = Field(default=25, ge=1)
-    """wider tables are cut into bands of 12 columns, each repeating column 0"""
+    """wider tables are cut into bands of 12 columns (a fixed width: this says when to band, not how
+    wide), each repeating column 0"""
     table_titles: bool = False
     """a table's title (its caption, or a "Table N ..." paragraph next to it) opens its first row chunk and
     is repeated on every later row chunk and on the schema chunk
@@ -208,9 +210,9 @@ class ChunkingConfig(BaseModel):
     (none: all)
     """
     overlap_max_share: float | None = Field(default=None, gt=0.0, le=1.0)
-    """overlap takes at most this share of `max_tokens` and at most a third of its chunk's own tokens
-    (never a quarter of the chunk or more): whole paragraphs first, then a sentence or word cut
-    (none: whole paragraphs)
+    """overlap takes at most this share of `max_tokens` less `reserve_tokens` and at most a third of
+    its chunk's own tokens (never a quarter of the chunk or more): whole paragraphs first, then a
+    sentence or word cut (none: whole paragraphs)
     """
     overlap_unit: OverlapUnit = "paragraph"
     """what `overlap_blocks` counts: the previous chunk's last paragraphs, or its last sentences"""

@@ -193,35 +193,22 @@ def _payloads(context: WorkerContext) -> RedisPayloads:
     return RedisPayloads(context.store.client, context.store.prefix, context.store.ttl)
 
 
-def _check_request(request: ChunkRequest, settings: Settings) -> ChunkRequest:
-    check_semantic(request, settings)
-    check_tokenizers(request, settings)
-    return request
-
-
-def _prepare(payload: Any, settings: Settings, report: Report) -> ChunkRequest:
-    """An inline request (the message carries the whole ChunkRequest), checked.
-
-    A worker child hands the task a ChunkRequest already validated from a body no longer than
-    the inline limit (:mod:`worker.serialization`): neither re-encoded for its size nor
-    validated again. Anything else arrives decoded (a dict, or whatever the body held).
-    """
-    if isinstance(payload, ChunkRequest):
-        report("validating", {"document_id": payload.document_id, "blocks": len(payload.blocks), "chunks": 0})
-        return _check_request(payload, settings)
-    check_size(payload, *inline_limit(settings.max_payload_bytes, settings.max_inline_bytes))
-    report("validating", {"document_id": raw_document_id(payload), "blocks": _raw_block_count(payload),
-                          "chunks": 0})
-    return _check_request(validate_payload(payload), settings)
+def _check_size(payload: Any, reference: Reference | None, settings: Settings) -> None:
+    """The one size check of a task's payload, before a block is parsed: a referenced request by
+    the size its message declares (before a byte is read; the read checks the bytes against it),
+    an inline one by its JSON under the inline limit. A ChunkRequest arrives validated from a
+    body :mod:`worker.serialization` held to the inline limit: not re-encoded for its size."""
+    if reference is not None:
+        check_encoded_size(reference.bytes, settings.max_payload_bytes)
+    elif not isinstance(payload, ChunkRequest):
+        check_size(payload, *inline_limit(settings.max_payload_bytes, settings.max_inline_bytes))
 
 
 def _reference_of(payload: dict[str, Any], settings: Settings) -> Reference:
     try:
-        reference = parse_reference(payload, settings.key_prefix)
+        return parse_reference(payload, settings.key_prefix)
     except MalformedReference as exc:
         raise ReferenceCorrupt(str(exc)) from None
-    check_encoded_size(reference.bytes, settings.max_payload_bytes)
-    return reference
 
 
 def _read_referenced(document_id: str, reference: Reference, context: WorkerContext) -> bytes:
@@ -235,15 +222,14 @@ def _read_referenced(document_id: str, reference: Reference, context: WorkerCont
         raise ReferenceCorrupt(str(exc)) from None
 
 
-def _prepare_referenced(document_id: str, data: bytes, context: WorkerContext
-                        ) -> tuple[ChunkRequest, list[Any]]:
+def _split_referenced(document_id: str, data: bytes) -> tuple[ChunkRequest, list[Any]]:
     """A referenced request's JSON as its envelope, validated here, and its blocks (decoded
-    dicts) left to the engine, which validates each as it reads it."""
+    dicts) left to the engine, which validates each as it reads them."""
     request, blocks = split_request(data)
     if request.document_id != document_id:
         raise ReferenceCorrupt(f"referenced request is document {request.document_id!r}, "
                                f"not the message's {document_id!r}")
-    return _check_request(request, context.settings), blocks
+    return request, blocks
 
 
 def _chunk_referenced(request: ChunkRequest, blocks: list[Any], context: WorkerContext) -> ChunkResult:
@@ -308,25 +294,35 @@ def run_chunk_job(
                        document_id, task_id, context.counters.redelivered)
     reference: Reference | None = None
     owned: Reference | None = None  # set once the referenced bytes matched the message: ours to delete
+    raw_blocks: list[Any] | None = None  # a referenced request's blocks, validated by the engine
     try:
         _count_start(context, task_id)
         if referenced:
             reference = _reference_of(payload, context.settings)
+        _check_size(payload, reference, context.settings)
+        if reference is not None:
             data = _read_referenced(payload["document_id"], reference, context)
             owned = reference  # they inflated to the declared size with the declared digest
-            request, raw_blocks = _prepare_referenced(payload["document_id"], data, context)
+            request, raw_blocks = _split_referenced(payload["document_id"], data)
             del data  # the request's bytes are not needed while it is chunked
-            blocks = len(raw_blocks)
-            if blocks < context.settings.progress_min_blocks:
+            if len(raw_blocks) < context.settings.progress_min_blocks:
                 report = _no_report
-            report("chunking", {"document_id": request.document_id, "blocks": blocks, "chunks": 0})
+        elif isinstance(payload, ChunkRequest):
+            report("validating", {"document_id": document_id, "blocks": len(payload.blocks), "chunks": 0})
+            request = payload
+        else:
+            report("validating", {"document_id": document_id, "blocks": _raw_block_count(payload),
+                                  "chunks": 0})
+            request = validate_payload(payload)
+        check_semantic(request, context.settings)
+        check_tokenizers(request, context.settings)
+        blocks = len(request.blocks) if raw_blocks is None else len(raw_blocks)
+        report("chunking", {"document_id": request.document_id, "blocks": blocks, "chunks": 0})
+        if raw_blocks is None:
+            result = chunk_request(request, context.resources)
+        else:
             result = _chunk_referenced(request, raw_blocks, context)
             del raw_blocks  # freed before the result is encoded (a large document's peak memory)
-        else:
-            request = _prepare(payload, context.settings, report)
-            blocks = len(request.blocks)
-            report("chunking", {"document_id": request.document_id, "blocks": blocks, "chunks": 0})
-            result = chunk_request(request, context.resources)
     except ReferenceMissing as exc:
         done = _stored_same_request(context, document_id, reference) if reference and document_id else None
         if done is not None:  # a run of this very request stored its result, then consumed the bytes

@@ -119,10 +119,12 @@ def test_regenerate_flag_is_off() -> None:
 def test_golden_records_what_the_sample_is_for() -> None:
     """Hand-checked facts, so a careless regeneration cannot bless a regression.
 
-    Headers/footers (4 pages) and the separator are excluded; the caption joins the table's
-    first chunk and every month's row is in a table chunk; the formula is re-tagged and shares
-    a chunk with its lead-in ("... is given by:"); the list's lead-in and its five bullets are
-    one list chunk; section 2.2.1 continues on page 4 in a chunk that repeats the previous
+    Headers/footers (4 pages) and the separator are excluded; the table's heading, lead-in
+    ("Table 1 lists ...") and caption open the table's first chunk and every month's row is in
+    a table chunk; the formula is re-tagged and shares a chunk with its lead-in ("... is given
+    by:"), a chunk of eleven blocks of prose typed ``section`` (it says it holds an equation);
+    the list's lead-in and its five bullets are in one chunk with the section's prose, typed
+    ``section``; section 2.2.1 continues on page 4 in a chunk that repeats the previous
     paragraph as overlap without citing it.
     """
     golden = json.loads(GOLDEN.read_text(encoding="utf-8"))
@@ -132,15 +134,17 @@ def test_golden_records_what_the_sample_is_for() -> None:
     by_block = {b: c for c in chunks for b in c["block_ids"]}
     assert not set(by_block) & {"p1-header", "p1-footer", "p4-header", "p4-footer", "p1-b12"}
     caption = by_block["p2-b06"]
-    assert caption["block_ids"] == ["p2-b06", "p2-b07"] and caption["chunk_type"] == "table_schema"
-    assert caption["text"].startswith("Table 1: Net fleet output")
+    assert caption["block_ids"] == ["p2-b04", "p2-b05", "p2-b06", "p2-b07"]
+    assert caption["chunk_type"] == "table_schema"
+    assert caption["text"].startswith("2.1 Monthly generation\nTable 1 lists the net output")
+    assert "\nTable 1: Net fleet output" in caption["text"]
     table_text = "\n".join(c["text"] for c in chunks if c["chunk_type"] == "table")
     assert all(month in table_text for month in ("January", "April", "August"))
     equation = by_block["p3-b05"]
-    assert (equation["chunk_type"], equation["equation_detected"]) == ("equation", True)
+    assert (equation["chunk_type"], equation["equation_detected"]) == ("section", True)
     assert "p3-b04" in equation["block_ids"] and "is given by:\n\nη = P / (ρ · g · Q · H)" in equation["text"]
     ids = by_block["p1-b07"]["block_ids"]
-    assert by_block["p1-b07"]["chunk_type"] == "list"
+    assert by_block["p1-b07"]["chunk_type"] == "section"
     start = ids.index("p1-b06")
     assert ids[start : start + 6] == ["p1-b06", "p1-b07", "p1-b08", "p1-b09", "p1-b10", "p1-b11"]
     continued = by_block["p4-b01"]

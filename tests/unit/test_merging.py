@@ -244,10 +244,32 @@ def test_the_hand_written_report_merges_neighbours_only():
     report = json.loads((FIXTURES / "merging" / "quarterly_report.json").read_text(encoding="utf-8"))
     result = chunk_blocks(report["blocks"], None, document_id=report["document_id"])
     assert [(c.chunk_type, c.block_ids, c.section_path[-1]) for c in result.chunks] == [
-        ("list", ["h1", "p1", "h2", "p2", "l1", "l2", "l3"], "Operations"),
+        ("section", ["h1", "p1", "h2", "p2", "l1", "l2", "l3"], "Operations"),  # prose and a list
         ("table_schema", ["h3", "cap1", "t1"], "Results"),
         ("table", ["t1"], "Results"),
         ("section", ["p3", "h4", "p4"], "Outlook"),
     ]
     assert [c.block_ids for c in chunk_blocks(report["blocks"], {"min_tokens": 0}).chunks] == [
         ["h1", "p1"], ["h2", "p2", "l1", "l2", "l3"], ["h3", "cap1", "t1"], ["t1"], ["p3"], ["h4", "p4"]]
+
+
+# --- a chunk's type is worked out from its own parts, not carried through merges ------------------
+
+
+def test_a_list_merged_with_its_heading_stays_a_list_and_one_with_prose_is_a_section(make_block):
+    listed = [make_block("Steps", "heading", heading_level=1), make_block("Do these:"),
+              make_block("first", "list_item"), make_block("second", "list_item")]
+    assert [c.chunk_type for c in chunk_blocks(listed, {"min_tokens": 100}).chunks] == ["list"]
+    with_prose = [*listed, make_block("A closing remark about the steps.")]
+    merged = chunk_blocks(with_prose, {"min_tokens": 100}).chunks
+    assert [(c.chunk_type, len(c.block_ids)) for c in merged] == [("section", 5)]
+
+
+def test_an_equation_chunk_holds_an_equation_and_the_text_next_to_it_only(make_block):
+    equation = [make_block("The loss is:"), make_block("x = 1", "equation"),
+                make_block("where x is the input.")]
+    only = chunk_blocks(equation, {"min_tokens": 0}).chunks
+    assert [(c.chunk_type, c.equation_detected) for c in only] == [("equation", True)]
+    prose = [make_block("An opening paragraph."), make_block("Another paragraph."), *equation]
+    mixed = chunk_blocks(prose, {"min_tokens": 0}).chunks
+    assert [(c.chunk_type, c.equation_detected) for c in mixed] == [("section", True)]

@@ -197,6 +197,20 @@ def test_table_batch_tokens_leaves_a_table_that_fits_whole(make_block):
     assert [c.text for c in whole.chunks] == ["\n".join(PEOPLE_RECORDS)]
 
 
+def test_a_table_fits_one_chunk_within_the_budget_and_table_rows_per_chunk_rows(make_block):
+    # 20 short rows fit the default budget; the default row cap (15) still cuts them, and a
+    # table cut in batches is not packed with the small table after it
+    long = table_dict([["K", "V"], *[[f"k{i}", str(i)] for i in range(20)]], flag_header=True)
+    small = table_dict([["K", "V"], ["a", "1"]], flag_header=True)
+    blocks = [make_block("", "table", table=long), make_block("", "table", table=small)]
+    config = {"pack_tables": True, "generate_schema_chunks": False, "table_chunk_format": "pipe"}
+    capped = run_engine(blocks, **config)
+    assert [(c.block_ids, c.metadata["row_start"], c.metadata["row_end"]) for c in capped.chunks] == [
+        (["b1"], 1, 15), (["b1"], 16, 20), (["b2"], 1, 1)]
+    whole = run_engine(blocks, table_rows_per_chunk=20, **config)
+    assert [c.metadata["table_block_ids"] for c in whole.chunks] == [["b1", "b2"]]
+
+
 @pytest.mark.case("B09")
 def test_B09_row_batches_limited_by_token_budget(make_block):
     # records have 5 words (6 tokens): two rows (12) exceed 11
@@ -343,7 +357,8 @@ def test_B11_table_at_threshold_is_not_banded(make_block):
 
 @pytest.mark.case("B11")
 def test_B11_caption_before_table_attached_to_first_chunk(make_block):
-    blocks = [make_block("Intro text."), make_block("Table 1: People", "caption"),
+    # a paragraph of prose (over 40 words, no lead-in ending) is not the table's lead-in
+    blocks = [make_block(words(45) + "."), make_block("Table 1: People", "caption"),
               make_block("", "table", table=table_dict(PEOPLE))]
     result = run_engine(blocks, table_rows_per_chunk=3)
     assert [(c.chunk_type, c.block_ids) for c in result.chunks] == [
@@ -351,6 +366,20 @@ def test_B11_caption_before_table_attached_to_first_chunk(make_block):
     assert result.chunks[1].text.startswith("Table 1: People\nTable schema: 5 data rows, 3 columns.\n")
     assert result.chunks[1].metadata["caption_block_id"] == "b2"
     assert result.chunks[2].text == "\n".join(PEOPLE_RECORDS[:3])
+
+
+def test_the_paragraph_that_introduces_a_titled_table_opens_its_first_chunk(make_block):
+    # the rule of a list's lead-in; a table titled below (or untitled) takes no lead-in
+    lead = "Table 1 lists the people and the year of their first paper."
+    blocks = [make_block("Prose of the section, " + words(45) + "."), make_block(lead),
+              make_block("Table 1: People", "caption"), make_block("", "table", table=table_dict(PEOPLE))]
+    result = run_engine(blocks, generate_schema_chunks=False)
+    assert [(c.chunk_type, c.block_ids) for c in result.chunks] == [
+        ("section", ["b1"]), ("table", ["b2", "b3", "b4"])]
+    assert result.chunks[1].text.startswith(f"{lead}\nTable 1: People\nRow 1: ")
+    below = run_engine([blocks[0], blocks[1], blocks[3], make_block("Table 1: People", "caption")],
+                       generate_schema_chunks=False)
+    assert below.chunks[0].block_ids == ["b1", "b2"]
 
 
 @pytest.mark.case("B11")
