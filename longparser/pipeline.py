@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from longparser.breadcrumbs import breadcrumb, embed_text
@@ -245,7 +245,7 @@ def _ms(start: float, end: float) -> float:
 
 
 def chunk_blocks(
-    blocks: Sequence[Block | dict[str, Any]],
+    blocks: Iterable[Block | dict[str, Any]],
     config: ChunkingConfig | dict[str, Any] | None = None,
     resources: Resources | None = None,
     *,
@@ -255,7 +255,8 @@ def chunk_blocks(
 
     Args:
         blocks: Block models or plain dicts in LongParser's dump shape (validated here; the
-            caller's objects are never modified).
+            caller's objects are never modified), read once, in order: a list, or an iterator
+            that lets each block go once read.
         config: a ChunkingConfig, a dict of its fields, or None for the defaults.
         resources: word list / language ID / encoder / token counter (None: none of them).
         document_id: recorded in the result and mixed into the chunk ids.

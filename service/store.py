@@ -41,9 +41,10 @@ import json
 import time
 import uuid
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from itertools import chain
+from typing import Any, NamedTuple
 
 from config.settings import Settings
 from service.keys import chunk_ids_key, events_key, job_key, result_key, start_count_key
@@ -133,12 +134,51 @@ def event_fields(record_key: str, document_id: str, status: str, task_id: str | 
             "stored_at": f"{time.time():.3f}"}
 
 
-def compress_result(result_json: str | bytes) -> str:
-    """The ``zlib+base64`` form of a result's JSON, as a JSON string literal."""
+def compress_result(result_json: str | bytes | Iterable[bytes]) -> str:
+    """The ``zlib+base64`` form of a result's JSON, as a JSON string literal.
+
+    The JSON may come in pieces (UTF-8 bytes, read once): each is compressed as it comes and
+    let go, so a large result's JSON is never whole in memory (the same bytes as compressing
+    it whole: zlib's output does not depend on how its input is cut).
+    """
     if isinstance(result_json, str):
         result_json = result_json.encode("utf-8", "surrogatepass")
-    packed = base64.b64encode(zlib.compress(result_json, 6))
+    packer = zlib.compressobj(6)
+    pieces = (result_json,) if isinstance(result_json, bytes) else result_json
+    packed = base64.b64encode(b"".join([*map(packer.compress, pieces), packer.flush()]))
     return f'"{packed.decode("ascii")}"'
+
+
+class StoredResult(NamedTuple):
+    """A result's JSON as a record holds it: ``value`` the JSON (UTF-8 bytes or text) or its
+    compressed form, ``encoding`` None or ``zlib+base64``."""
+
+    value: str | bytes
+    encoding: str | None
+
+
+def stored_result(result_json: str | bytes | Iterable[bytes], compress_bytes: int) -> StoredResult:
+    """A result's JSON as a record holds it: itself up to ``compress_bytes`` (UTF-8), compressed
+    above (:func:`compress_result`).
+
+    Given in pieces (read once), the JSON is held only until its size passes
+    ``compress_bytes``; the rest is compressed as it comes.
+    """
+    if isinstance(result_json, str | bytes):
+        size = len(result_json) if isinstance(result_json, bytes) else \
+            len(result_json.encode("utf-8", "surrogatepass"))
+        if size > compress_bytes:
+            return StoredResult(compress_result(result_json), COMPRESSED)
+        return StoredResult(result_json, None)
+    pieces = iter(result_json)
+    held: list[bytes] = []
+    size = 0
+    for piece in pieces:
+        held.append(piece)
+        size += len(piece)
+        if size > compress_bytes:
+            return StoredResult(compress_result(chain(held, pieces)), COMPRESSED)
+    return StoredResult(b"".join(held), None)
 
 
 def decode_record(raw: bytes | str) -> dict[str, Any]:
@@ -227,17 +267,20 @@ class ResultStore:
             pipe.execute()
         return key
 
-    def save_success(self, document_id: str, task_id: str | None, result_json: str | bytes,
+    def stored(self, result_json: str | bytes | Iterable[bytes]) -> StoredResult:
+        """``result_json`` as this store's records hold it (:func:`stored_result`); pieces are
+        read once, so a caller that may retry the write stores what this returns."""
+        return stored_result(result_json, self.compress_bytes)
+
+    def save_success(self, document_id: str, task_id: str | None, result_json: str | bytes | StoredResult,
                      chunk_ids: Sequence[str], request_sha256: str | None = None) -> str:
-        """Write a SUCCESS record around ``result_json`` with its diff, the chunk-id side key and
-        the completion event, atomically, deleting the task's start count (see the module doc);
-        returns the record's key."""
+        """Write a SUCCESS record around ``result_json`` (the JSON, or what :meth:`stored` made of
+        it) with its diff, the chunk-id side key and the completion event, atomically, deleting
+        the task's start count (see the module doc); returns the record's key."""
         key, ids_key = result_key(self.prefix, document_id), chunk_ids_key(self.prefix, document_id)
-        encoding = None
-        size = len(result_json) if isinstance(result_json, bytes) else \
-            len(result_json.encode("utf-8", "surrogatepass"))
-        if size > self.compress_bytes:
-            result_json, encoding = compress_result(result_json), COMPRESSED
+        if not isinstance(result_json, StoredResult):
+            result_json = self.stored(result_json)
+        result_json, encoding = result_json
         ids_value = compact_json({"task_id": task_id, "chunk_ids": list(chunk_ids)})
         keys = [key, ids_key, self.events_key, *([] if task_id is None else [self._starts_key(task_id)])]
 

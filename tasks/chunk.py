@@ -31,14 +31,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from celery.exceptions import Reject
+from pydantic import TypeAdapter
 
 from config.settings import Settings
 from longparser import chunk_blocks, chunk_request
-from schemas import ChunkRequest, ChunkResult, InputError
+from schemas import Chunk, ChunkRequest, ChunkResult, InputError
 from schemas.config import BUILTIN_COUNTERS, is_tokenizer_name
 from service.keys import TASK_NAME, is_valid_document_id
 from service.payloads import (
@@ -232,12 +233,49 @@ def _split_referenced(document_id: str, data: bytes) -> tuple[ChunkRequest, list
     return request, blocks
 
 
+def _handed_over(blocks: list[Any]) -> Iterator[Any]:
+    """``blocks`` first to last, each taken out of the list as it is read: the engine reads a
+    block once and keeps what it needs of it, so the decoded dict is freed then and its memory
+    goes to the chunks being built instead of adding to it (a large document's peak memory)."""
+    blocks.reverse()
+    while blocks:
+        yield blocks.pop()
+
+
 def _chunk_referenced(request: ChunkRequest, blocks: list[Any], context: WorkerContext) -> ChunkResult:
-    """The engine on a referenced request's blocks (dicts, validated as it reads them)."""
+    """The engine on a referenced request's blocks (dicts, validated as it reads them), which
+    it consumes: ``blocks`` is empty afterwards."""
     try:
-        return chunk_blocks(blocks, request.config, context.resources, document_id=request.document_id)
+        return chunk_blocks(_handed_over(blocks), request.config, context.resources,
+                            document_id=request.document_id)
     except InputError as exc:  # a block the engine refused: the payload is invalid, as inline
         raise InvalidPayload(str(exc)) from None
+
+
+_CHUNKS_PER_PIECE = 500
+_encode_chunks = TypeAdapter(list[Chunk]).serializer.to_json
+
+
+def result_json_pieces(result: ChunkResult) -> Iterator[bytes]:
+    """The result's JSON, exactly as pydantic's serializer writes it whole, in pieces of a few
+    hundred chunks; each piece's chunks are taken out of ``result.chunks`` as it is encoded, so
+    a large result is never held as models and JSON at once, nor as one JSON buffer.
+
+    The frame (every field but the chunks) is the serializer's own output for the result with
+    no chunks, cut where its empty chunk list stands: its first ``"chunks":[]`` (a key: quotes
+    inside strings are escaped).
+    """
+    head, tail = ChunkResult.__pydantic_serializer__.to_json(
+        result.model_copy(update={"chunks": []})).split(b'"chunks":[]', 1)
+    yield head + b'"chunks":['
+    chunks = result.chunks
+    chunks.reverse()
+    separator = b""
+    while chunks:
+        piece = [chunks.pop() for _ in range(min(_CHUNKS_PER_PIECE, len(chunks)))]
+        yield separator + _encode_chunks(piece)[1:-1]  # the list's items, without its brackets
+        separator = b","
+    yield b"]" + tail
 
 
 def _stored_same_request(context: WorkerContext, document_id: str, reference: Reference) -> dict | None:
@@ -321,8 +359,7 @@ def run_chunk_job(
         if raw_blocks is None:
             result = chunk_request(request, context.resources)
         else:
-            result = _chunk_referenced(request, raw_blocks, context)
-            del raw_blocks  # freed before the result is encoded (a large document's peak memory)
+            result = _chunk_referenced(request, raw_blocks, context)  # empties raw_blocks
     except ReferenceMissing as exc:
         done = _stored_same_request(context, document_id, reference) if reference and document_id else None
         if done is not None:  # a run of this very request stored its result, then consumed the bytes
@@ -352,7 +389,7 @@ def run_chunk_job(
     # UTF-8 bytes straight from pydantic's serializer, the result's models freed before the
     # record is built around them (a large document's peak memory).
     chunk_ids = [chunk.chunk_id for chunk in result.chunks]
-    result_json = ChunkResult.__pydantic_serializer__.to_json(result)
+    result_json = context.store.stored(result_json_pieces(result))  # empties result.chunks
     del result
     key = _store_call(context, f"storing {request.document_id}",
                  lambda: context.store.save_success(request.document_id, task_id, result_json, chunk_ids,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import weakref
 import zlib
 from dataclasses import replace
 from typing import Any
@@ -19,7 +20,8 @@ import pytest
 import redis.exceptions
 
 from config.settings import Settings
-from schemas import ChunkRequest
+from longparser import chunk_blocks
+from schemas import ChunkRequest, ChunkResult
 from service.keys import payload_key
 from service.payloads import (
     CorruptPayload,
@@ -31,7 +33,13 @@ from service.payloads import (
     parse_reference,
 )
 from service.store import ResultStore
-from tasks.chunk import chunk_document, run_chunk_job, store_time_limit_failure
+from tasks.chunk import (
+    _handed_over,
+    chunk_document,
+    result_json_pieces,
+    run_chunk_job,
+    store_time_limit_failure,
+)
 from tasks.client import Producer
 from tasks.errors import InvalidPayload, PayloadTooLarge, ReferenceCorrupt, ReferenceMissing, StoreUnavailable
 from tasks.payload import request_json, split_request
@@ -352,6 +360,53 @@ def test_a_referenced_request_splits_into_its_envelope_and_its_raw_blocks() -> N
     # a request without a block list is validated whole, as an inline one would be
     with pytest.raises(InvalidPayload, match="payload must be a JSON object"):
         split_request(b"[1, 2]")
+
+
+class _Held(dict):  # a decoded block that a weak reference can watch
+    pass
+
+
+def test_a_referenced_request_s_blocks_are_let_go_as_the_engine_reads_them() -> None:
+    """The worker hands the decoded blocks to the engine one by one, each taken out of the list:
+    a block read is freed (its memory serves the chunks), the chunks are the list's own."""
+    _, decoded = split_request(json.dumps(_big(blocks=30)).encode())
+    blocks = [_Held(block) for block in decoded]
+    watched = [weakref.ref(block) for block in blocks]
+    reader = _handed_over(blocks)
+    read = []
+    for block in reader:  # (enumerate's reused tuple would hold the last block)
+        read.append(block["block_id"])
+        del block
+        index = len(read) - 1
+        assert watched[index]() is None  # nothing but the reader held it
+        assert all(ref() is not None for ref in watched[index + 1:])
+    assert read == [block["block_id"] for block in decoded]  # in order
+    assert blocks == []
+    same = list(decoded)
+    small = {"max_tokens": 64, "min_tokens": 20}
+    handed = chunk_blocks(_handed_over(same), small, document_id="big-1")
+    listed = chunk_blocks(decoded, small, document_id="big-1")
+    assert handed.chunks == listed.chunks and len(handed.chunks) > 1
+    assert handed.stats.blocks_in == listed.stats.blocks_in == 30
+    assert same == []
+
+
+@pytest.mark.parametrize("blocks", [0, 1, 30, 2500])
+def test_a_result_s_json_in_pieces_is_its_serializer_s_json(blocks: int) -> None:
+    """The worker stores a result's JSON piece by piece, chunks let go as they are encoded: the
+    pieces join to the serializer's JSON of the whole result, a text holding the frame's cut
+    mark (``"chunks":[]``) included."""
+    request = _big(blocks=blocks)
+    for block in request["blocks"][:1]:
+        block["text"] = 'A field "chunks":[] in a block, and ],"stats": too.'
+    result = chunk_blocks(request["blocks"], {"max_tokens": 64, "min_tokens": 20}, document_id="big-1")
+    whole = ChunkResult.__pydantic_serializer__.to_json(result)
+    count = len(result.chunks)
+    pieces = list(result_json_pieces(result))
+    assert b"".join(pieces) == whole
+    assert result.chunks == [] and len(pieces) == 2 + -(-count // 500)
+    assert len(json.loads(whole)["chunks"]) == count
+    assert blocks < 2500 or count > 500  # the largest in two pieces of chunks at least
 
 
 def test_inflating_stops_at_the_declared_size() -> None:

@@ -13,7 +13,14 @@ import fakeredis
 import pytest
 
 from service.keys import chunk_ids_key, events_key, result_key, start_count_key
-from service.store import COMPRESSED, ResultStore, decode_record, failure_record
+from service.store import (
+    COMPRESSED,
+    ResultStore,
+    compress_result,
+    decode_record,
+    failure_record,
+    stored_result,
+)
 
 PREFIX = "lp-store-test"
 
@@ -167,6 +174,19 @@ def test_large_results_are_stored_compressed_and_read_back_plain(store: ResultSt
     assert "encoding" not in record and record["result"] == json.loads(big)
     small.save_success("doc-2", "t-2", _result(["a"]), ["a"])  # under the threshold: plain JSON
     assert "encoding" not in json.loads(store.client.get(result_key(PREFIX, "doc-2")))
+
+
+def test_a_result_in_pieces_is_stored_as_the_same_result_whole() -> None:
+    """Pieces read once: under the threshold joined, over it compressed as they come, to the very
+    bytes the whole JSON gives (zlib's output does not depend on how its input is cut)."""
+    big = _result([f"id-{n}" for n in range(200)], text="word " * 20).encode()
+    cuts = [big[start:start + 777] for start in range(0, len(big), 777)]
+    assert stored_result(iter(cuts), 2048) == stored_result(big, 2048) == (compress_result(big), COMPRESSED)
+    assert stored_result(iter(cuts), len(big)) == (big, None)
+    assert stored_result(iter([]), 2048) == (b"", None)
+    read = []
+    stored_result((read.append(piece) or piece for piece in cuts), 2048)
+    assert read == cuts  # each piece read once, in order
 
 
 def test_an_unknown_encoding_says_to_upgrade_the_producer() -> None:
