@@ -27,8 +27,10 @@ $(VENV)/.created:
 	$(PIP_INSTALL) --upgrade pip
 	touch $@
 
-$(VENV)/.dev: $(VENV)/.created pyproject.toml $(CONSTRAINTS)
-	$(PIP_INSTALL) -e '.[dev]'
+# The producer client (client/, `longparser-client`) is a dependency of the worker's distribution
+# that no index serves: it is installed from here, in the same pip call.
+$(VENV)/.dev: $(VENV)/.created pyproject.toml client/pyproject.toml $(CONSTRAINTS)
+	$(PIP_INSTALL) -e ./client -e '.[dev]'
 	touch $@
 
 $(VENV)/.embeddings: $(VENV)/.dev
@@ -149,7 +151,7 @@ constraints:
 	$(PYTHON) -m venv $(CONSTRAINTS_VENV)
 	$(CONSTRAINTS_VENV)/bin/python -m pip install -q --upgrade pip
 	$(CONSTRAINTS_VENV)/bin/python -m pip install -q $(TORCH_INDEX) '$(TORCH_SPEC)'
-	$(CONSTRAINTS_VENV)/bin/python -m pip install -q -e '.[dev,embeddings-cpu,onnx,openvino]'
+	$(CONSTRAINTS_VENV)/bin/python -m pip install -q -e ./client -e '.[dev,embeddings-cpu,onnx,openvino]'
 	{ echo "# Versions CI proved (make test, test-faults, test-real). Written by 'make constraints';"; \
 	  echo "# installs use it with 'pip install -c constraints.txt'. torch: the Makefile's TORCH_SPEC."; \
 	  $(CONSTRAINTS_VENV)/bin/python -m pip freeze --all --exclude-editable \

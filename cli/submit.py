@@ -31,6 +31,7 @@ from typing import Any
 
 from schemas import ChunkResult, InputError
 from schemas.errors import RequestRefused
+from service import retry as service_retry
 
 EXIT_OK, EXIT_NOT_READY, EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_FULL = 0, 1, 2, 3, 4
 
@@ -98,7 +99,7 @@ class RetryNotice(logging.Filter):
 @contextmanager
 def retry_notice(command: str, producer: Any) -> Iterator[RetryNotice]:
     """:class:`RetryNotice` on the retry logger while a command runs."""
-    retry_logger = logging.getLogger("service.retry")
+    retry_logger = service_retry.logger
     notice = RetryNotice(command, producer)
     retry_logger.addFilter(notice)
     try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 
-OUR_LOGGERS = ("longparser", "tasks", "worker", "config")
+OUR_LOGGERS = ("longparser", "longparser_client", "tasks", "worker", "config")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 

@@ -1,51 +1,9 @@
-"""The wire contract shared by producers (upload services) and LongParser workers.
+"""The service's name for :mod:`longparser_client.schemas`, the wire contract (defined there).
 
-Everything that crosses the broker or the result store is one of these pydantic models,
-serialised as JSON. Input models ignore unknown fields (forward compatibility with
-LongParser's Block dumps); output models are strict and versioned.
+Each ``schemas.<module>`` is the same module object as ``longparser_client.schemas.<module>``;
+upload services import ``longparser_client.schemas``, which cannot collide with a ``schemas``
+package of their own.
 """
 
-from schemas.blocks import (
-    BBox,
-    Block,
-    BlockType,
-    Confidence,
-    Provenance,
-    Table,
-    TableCell,
-)
-from schemas.chunks import Chunk, ChunkResult, ChunkStats, ChunkType, SemanticStats
-from schemas.config import ChunkingConfig
-from schemas.inputs import (
-    InputError,
-    document_id_from_name,
-    format_validation_error,
-    is_docling_input,
-    parse_config,
-    parse_input,
-)
-from schemas.requests import SCHEMA_VERSION, ChunkRequest
-
-__all__ = [
-    "SCHEMA_VERSION",
-    "BBox",
-    "Block",
-    "BlockType",
-    "Chunk",
-    "ChunkRequest",
-    "ChunkResult",
-    "ChunkStats",
-    "ChunkType",
-    "ChunkingConfig",
-    "Confidence",
-    "InputError",
-    "Provenance",
-    "SemanticStats",
-    "Table",
-    "TableCell",
-    "document_id_from_name",
-    "format_validation_error",
-    "is_docling_input",
-    "parse_config",
-    "parse_input",
-]
+from longparser_client.schemas import *  # noqa: F403
+from longparser_client.schemas import __all__  # noqa: F401

@@ -1,4 +1,5 @@
-"""The service layer shared by producers and workers: Redis key formats, the result store and
-the Celery configuration. Built on ``config`` (settings) and ``schemas``; imports neither the
-Celery app nor the engine.
+"""The service's name for :mod:`longparser_client.service`: Redis key formats, the result store,
+the completion stream, the payload store and the Celery configuration (defined there, shared by
+producers and workers). Each ``service.<module>`` is the same module object as
+``longparser_client.service.<module>``.
 """

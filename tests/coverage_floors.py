@@ -20,6 +20,9 @@ from collections import defaultdict
 from pathlib import Path, PurePath
 
 ROOT = Path(__file__).resolve().parents[1]
+# Folders of the repository's other distributions, whose packages sit one level down
+# (client/longparser_client/).
+DISTRIBUTION_FOLDERS = ("client",)
 
 
 def configured(pyproject: Path = ROOT / "pyproject.toml") -> tuple[list[str], dict[str, float]]:
@@ -33,6 +36,8 @@ def package_coverage(report: dict, packages: list[str]) -> dict[str, tuple[int, 
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for path, data in report["files"].items():
         parts = PurePath(path).parts
+        if parts[:1] and parts[0] in DISTRIBUTION_FOLDERS:
+            parts = parts[1:]
         package = next((p for p in packages if p in parts[:1]), None)
         if package is None:
             continue

@@ -7,7 +7,9 @@ upstream issue, or the upstream behaviour, it works around; :mod:`worker.transpo
 :mod:`worker.restore`, :mod:`worker.lease`, :mod:`worker.inbound`, :mod:`worker.readiness`,
 :mod:`worker.serialization`, :mod:`worker.signals` and :mod:`tasks.chunk` use only these; what a
 module that must not import this one copies (service/keys.py's key layout, for producers) is held
-equal to the upstream value by the same check.
+equal to the upstream value by the same check. The producer side's own internals (that layout,
+the result backend's ``decode_result``) are listed in ``longparser_client/celery_compat.py``,
+which producers check at first use; the worker's check runs them with its own.
 
 Two checks keep an upgrade from switching a guarantee off without an error:
 
@@ -26,14 +28,12 @@ ranges in pyproject.toml, run ``make test test-faults`` (docs/operations.md).
 from __future__ import annotations
 
 import contextlib
-import inspect
 import json
 import logging
 import re
 import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import cached_property
 from importlib import metadata
 from types import SimpleNamespace
@@ -41,7 +41,6 @@ from typing import Any, NamedTuple
 
 from celery import current_app as celery_current_app
 from celery.app import trace as celery_trace
-from celery.backends import base as celery_backends_base
 from celery.concurrency import prefork as celery_prefork
 from celery.exceptions import CPendingDeprecationWarning
 from celery.worker import components as celery_components
@@ -57,7 +56,8 @@ from kombu.utils import json as kombu_json
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
-from service import keys as service_keys
+from longparser_client.celery_compat import PRODUCER_INTERNALS, Internal
+from longparser_client.celery_compat import internal_problems as check_internals
 
 logger = logging.getLogger(__name__)
 
@@ -480,65 +480,6 @@ class UntestedDependencies(RuntimeError):
     """Celery, kombu or redis-py is outside the tested ranges, or an internal is gone."""
 
 
-@dataclass(frozen=True)
-class Internal:
-    """One internal this module relies on: where it lives and what the accessors pass it.
-
-    ``parameters``: the leading parameter names of a callable (``self`` included for methods);
-    ``kind``: the type a non-callable must have; ``instance``: the attribute is set by
-    ``owner.__init__``, on each instance or on the object it is made for (found on what the probe
-    returns, not on the class); ``copy``: the
-    value a module that must not import the internal (the producer's service/keys.py) copies,
-    which the internal must still equal.
-    """
-
-    owner: Any
-    attribute: str
-    parameters: tuple[str, ...] = ()
-    kind: type | tuple[type, ...] | None = None
-    instance: Callable[[], Any] | None = None
-    copy: Any = None
-
-    @property
-    def path(self) -> str:
-        owner = self.owner
-        name = owner.__name__ if inspect.ismodule(owner) else f"{owner.__module__}.{owner.__qualname__}"
-        return f"{name}.{self.attribute}"
-
-    def problem(self) -> str | None:
-        """Why this internal cannot be used as the accessors use it, or None.
-
-        A class or module must define the attribute itself: a method kombu's Redis classes stop
-        overriding would silently fall back to the generic one.
-        """
-        if self.instance is not None:
-            holder = self.instance()
-            present = hasattr(holder, self.attribute)
-        else:
-            holder = self.owner
-            present = self.attribute in vars(holder)
-        if not present:
-            return f"{self.path} is missing"
-        value = getattr(holder, self.attribute)
-        if self.kind is not None and not isinstance(value, self.kind):
-            return f"{self.path} is a {type(value).__name__}, not {_kind_name(self.kind)}"
-        if self.copy is not None and value != self.copy:
-            return f"{self.path} is {value!r}, not {self.copy!r} as service/keys.py copies it"
-        if self.parameters:
-            try:
-                names = tuple(inspect.signature(value).parameters)
-            except (TypeError, ValueError):
-                return f"{self.path} is not callable"
-            if names[:len(self.parameters)] != self.parameters:
-                return f"{self.path} takes ({', '.join(names)}), not ({', '.join(self.parameters)}, ...)"
-        return None
-
-
-def _kind_name(kind: type | tuple[type, ...]) -> str:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    return " or ".join(k.__name__ for k in kinds)
-
-
 def _probe_qos() -> Any:
     """A bare kombu QoS, to see the attributes its ``__init__`` sets."""
     qos = virtual.QoS(SimpleNamespace(do_restore=False))
@@ -607,17 +548,8 @@ INTERNALS: tuple[Internal, ...] = (
              ("task", "uuid", "request", "body", "content_type", "content_encoding")),
     Internal(celery_trace, "trace_task_ret",
              ("name", "uuid", "request", "body", "content_type", "content_encoding")),
-    # kombu's and Celery's key layout, copied by service/keys.py for producers and `longparser
-    # metrics` (which must not import kombu's transport or this module)
-    Internal(kombu_redis.Channel, "sep", copy=service_keys.KOMBU_PRIORITY_SEPARATOR),
-    Internal(kombu_redis, "PRIORITY_STEPS", copy=list(service_keys.KOMBU_PRIORITY_STEPS)),
-    Internal(kombu_redis.Channel, "unacked_key", copy=service_keys.KOMBU_UNACKED),
-    Internal(kombu_redis.Channel, "keyprefix_queue", copy=service_keys.KOMBU_BINDING_KEY),
-    Internal(kombu_redis.Channel, "keyprefix_binding_permanent",
-             copy=service_keys.KOMBU_BINDING_PERMANENT_KEY),
-    Internal(celery_backends_base.Backend, "decode_result", ("self", "payload")),  # tasks/aio.py
-    Internal(celery_backends_base.BaseKeyValueStoreBackend, "task_keyprefix",
-             copy=service_keys.CELERY_TASK_META),
+    # what the producer side relies on (the key layout it copies, the backend's decode_result)
+    *PRODUCER_INTERNALS,
     # the JSON decoder whose per-object hook fast_json_loads skips
     Internal(kombu_json, "loads", ("s",)),
     Internal(kombu_json, "object_hook", ("o",)),
@@ -660,15 +592,7 @@ def version_problems() -> list[str]:
 
 def internal_problems() -> list[str]:
     """Each internal of :data:`INTERNALS` that is missing or has another signature."""
-    problems = []
-    for internal in INTERNALS:
-        try:
-            problem = internal.problem()
-        except Exception as exc:  # a probe that cannot even be built
-            problem = f"{internal.path} cannot be checked ({type(exc).__name__}: {exc})"
-        if problem:
-            problems.append(problem)
-    return problems
+    return check_internals(INTERNALS)
 
 
 def check_dependencies(accept_untested: bool) -> list[str]:

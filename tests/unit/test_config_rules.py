@@ -310,7 +310,7 @@ def test_the_command_line_prints_each_warning_once(
 def test_the_producer_logs_them_at_submit(
     producer: Producer, fake_app: FakeApp, caplog: pytest.LogCaptureFixture,  # noqa: F811
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="tasks.client"):
+    with caplog.at_level(logging.WARNING, logger="longparser_client.client"):
         producer.submit({"document_id": "d", "blocks": BLOCKS, "config": {"breadcrumb_titles": 2}})
     assert [record.getMessage() for record in caplog.records] == [
         "config: breadcrumb_titles 2 does nothing: heading_context is off"]

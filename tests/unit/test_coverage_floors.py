@@ -22,6 +22,16 @@ def test_packages_are_summed_over_their_files() -> None:
     assert measured == {"worker": (19, 20), "config": (5, 10)}
 
 
+def test_the_producer_client_is_measured_in_its_own_folder() -> None:
+    report = {"files": {
+        "client/longparser_client/client.py": {"summary": {"covered_lines": 3, "num_statements": 4}},
+        "client/longparser_client/schemas/blocks.py": {"summary": {"covered_lines": 4, "num_statements": 4}},
+        "tasks/client.py": {"summary": {"covered_lines": 2, "num_statements": 2}},
+    }}
+    measured = coverage_floors.package_coverage(report, ["longparser_client", "tasks", "schemas"])
+    assert measured == {"longparser_client": (7, 8), "tasks": (2, 2)}
+
+
 def test_a_package_under_its_floor_or_without_one_is_named() -> None:
     measured = {"worker": (19, 20), "config": (5, 10)}
     assert coverage_floors.problems(measured, ["worker", "config"], {"worker": 95, "config": 50}) == []

@@ -237,7 +237,9 @@ def test_dependencies_are_installed_before_the_code_is_copied(dockerfile: list[t
     """The dependency layer depends on the metadata alone, so a code change reuses it."""
     deps = next(i.step for i in pip_installs(dockerfile) if "/tmp/requirements.txt" in i.requirement_files)
     copied_before = [word for k, a in dockerfile[:deps] if k == "COPY" for word in a.split()[:-1]]
-    assert set(copied_before) == {"pyproject.toml", "constraints.txt"}  # README.md and the code after
+    # the metadata of both distributions (the worker's and the producer client's, client/);
+    # README.md and the code after
+    assert set(copied_before) == {"pyproject.toml", "constraints.txt", "client/pyproject.toml"}
     code = [i for i, (k, a) in enumerate(dockerfile) if k == "COPY" and a.split()[0].endswith("/")]
     assert code and min(code) > deps
     install_code = next(i.step for i in pip_installs(dockerfile) if i.no_deps)
@@ -536,3 +538,17 @@ def test_workers_have_a_healthcheck_pinging_their_own_node(compose: dict[str, An
 def test_flower_has_a_healthcheck(compose: dict[str, Any]) -> None:
     test = compose["services"]["flower"]["healthcheck"]["test"]
     assert "http://127.0.0.1:5555/healthcheck" in " ".join(test)
+
+
+def test_the_producer_client_is_installed_from_the_context_never_from_an_index(
+        dockerfile: list[tuple[str, str]]) -> None:
+    """longparser-client (client/) is a dependency no index serves: the dependency layer takes its
+    dependencies from client/pyproject.toml instead of asking pip for it, the code layer installs
+    it from the copied folder."""
+    client = tomllib.loads((ROOT / "client" / "pyproject.toml").read_text())["project"]
+    requirements = _requirements(dockerfile, "")
+    assert not [r for r in requirements if r.startswith(client["name"])]
+    assert set(client["dependencies"]) <= set(requirements)
+    code = next(i for i in pip_installs(dockerfile) if i.no_deps)
+    assert "./client" in code.requirements
+    assert any(k == "COPY" and a.split() == ["client/", "client/"] for k, a in dockerfile)

@@ -44,7 +44,7 @@ def test_trimmed_pending_entries_are_acknowledged_and_reported(caplog: pytest.Lo
     assert len(consumer.read()) == 3  # delivered, never acknowledged
     client.xtrim(events_key(PREFIX), maxlen=0)  # the cap overtook the consumer
     restarted = EventConsumer(client, PREFIX, "g", "c1", block_s=0.01)
-    with caplog.at_level(logging.WARNING, logger="service.events"):
+    with caplog.at_level(logging.WARNING, logger="longparser_client.service.events"):
         assert restarted.read() == []
     assert "trimmed" in caplog.text and "reconcile through status" in caplog.text
     assert client.xpending(events_key(PREFIX), "g")["pending"] == 0

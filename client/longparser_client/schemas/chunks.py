@@ -1,0 +1,135 @@
+"""Chunk and ChunkResult: what the engine produces and the result store keeps."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    SkipValidation,
+    model_serializer,
+)
+from typing_extensions import TypedDict
+
+from longparser_client.schemas.blocks import CoordOrigin
+
+ChunkType = Literal["section", "table", "table_schema", "list", "equation"]
+
+_OUTPUT = ConfigDict(extra="forbid")
+
+
+class ChunkBox(TypedDict):
+    """Where a chunk's source blocks lie on one page: the smallest rectangle holding their boxes,
+    in the blocks' own coordinates (``docs/chunking.md``, "Provenance").
+
+    ``l``/``r``: left and right edges; ``t``/``b``: top and bottom edges as ``coord_origin``
+    reads them (``TOPLEFT``: ``t < b``; ``BOTTOMLEFT``: ``t > b``). ``page``: the blocks'
+    ``provenance.page_number``.
+    """
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+
+    page: int | None
+    l: float  # noqa: E741 - docling's and the PDF world's name for the left edge
+    t: float
+    r: float
+    b: float
+    coord_origin: CoordOrigin
+
+
+def _empty(value: list[Any]) -> bool:
+    return not value
+
+
+class Chunk(BaseModel):
+    """One retrieval unit.
+
+    ``block_ids`` and ``page_numbers`` describe the chunk's *primary* content only; text copied
+    in as context (paragraph overlap, a repeated list lead-in) is flagged in
+    ``overlap_with_previous`` / ``metadata`` instead.
+    """
+
+    model_config = _OUTPUT
+
+    chunk_id: str
+    text: str
+    token_count: int = Field(ge=0)
+    chunk_type: ChunkType
+    section_path: list[str] = Field(default_factory=list)
+    page_numbers: list[int] = Field(default_factory=list)
+    block_ids: list[str] = Field(default_factory=list)
+    overlap_with_previous: bool = False
+    equation_detected: bool = False
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    quality_score: float = Field(default=0.0, ge=0.0, le=1.0)
+    # heading_context: the chunk's heading breadcrumb then its text (what to embed); else null
+    embed_text: str | None = None
+    # the primary blocks' boxes merged per page; absent (not []) when no source block has a box,
+    # so results of inputs without boxes are as they were. Not validated when read: the engine
+    # is their only writer (longparser.boxes builds them in this shape, property-tested), and
+    # copying a list and a dict per chunk into the model cost the default mode's speed (the
+    # collector's full passes grow with every container a result holds).
+    boxes: Annotated[list[ChunkBox], SkipValidation] = Field(default_factory=list, exclude_if=_empty)
+
+
+class SemanticStats(BaseModel):
+    """What happened to semantic boundary placement for one request."""
+
+    model_config = _OUTPUT
+
+    requested: bool = False
+    available: bool = False
+    # boundaries between the emitted chunks (a boundary a merge or a heading undid is not one)
+    boundaries: int = 0
+    # boundaries the method found, before packing and merging (None: semantic mode did not run)
+    boundaries_found: int | None = None
+    texts_embedded: int = 0
+    method: str | None = None
+    model: str | None = None
+    weights_sha256: str | None = None
+    reason: str | None = None
+
+
+class ChunkStats(BaseModel):
+    """Counts and timings for one chunking run (nothing is dropped without a trace here)."""
+
+    model_config = _OUTPUT
+
+    blocks_in: int = 0
+    blocks_excluded: dict[str, int] = Field(default_factory=dict)
+    equations_detected: int = 0
+    chunks_out: int = 0
+    chunks_by_type: dict[str, int] = Field(default_factory=dict)
+    token_counter: str = "estimate"
+    strict_max_tokens: bool = False
+    semantic: SemanticStats = Field(default_factory=SemanticStats)
+    resources: dict[str, bool] = Field(default_factory=dict)
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    # where the chunks' section paths come from: the blocks' own hierarchy_path ("input"), the
+    # headings' levels when no block has a path ("derived"), or nowhere ("none")
+    section_paths: Literal["input", "derived", "none"] = "input"
+    warnings: list[str] = Field(default_factory=list)
+    # With the ``fit`` preset: the config it expanded to (``fit`` and every field); absent otherwise.
+    config: dict[str, Any] | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_config(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # absent, not null: results of requests without the preset stay as they were
+        data = handler(self)
+        if data.get("config") is None:
+            data.pop("config", None)
+        return data
+
+
+class ChunkResult(BaseModel):
+    """The engine's output for one document: chunks in reading order plus stats."""
+
+    model_config = _OUTPUT
+
+    schema_version: str = "1.0"
+    document_id: str | None = None
+    chunks: list[Chunk] = Field(default_factory=list)
+    stats: ChunkStats = Field(default_factory=ChunkStats)
