@@ -25,14 +25,20 @@ from lpeval.main import build_parser as build_lpeval_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+BENCHMARK_PAGE = (ROOT / "docs" / "retrieval-benchmark.md").read_text(encoding="utf-8")
 SAMPLE = ROOT / "examples" / "sample_document.json"
+
+
+def section(text: str, title: str) -> str:
+    """The text of the section ``## title`` of a page, up to the next section."""
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end >= 0 else None]
 
 
 def readme_section(title: str) -> str:
     """The text of the README section ``## title``, up to the next section."""
-    start = README.index(f"\n## {title}\n")
-    end = README.find("\n## ", start + 1)
-    return README[start:end if end >= 0 else None]
+    return section(README, title)
 
 
 def code_blocks(text: str, language: str) -> list[str]:
@@ -100,8 +106,11 @@ def _options(parser: Any) -> list[tuple[str, ...]]:
 
 
 def test_the_synopsis_names_every_option_of_every_command() -> None:
+    # longparser's synopsis is the README's; lpeval's (not installed) the benchmark page's
     [synopsis] = code_blocks(readme_section("Command line"), "bash")
-    lines = synopsis.replace("\n                    ", " ").replace("\n              ", " ").splitlines()
+    [lpeval] = code_blocks(section(BENCHMARK_PAGE, "Command line"), "bash")
+    joined = (synopsis + lpeval).replace("\n                    ", " ").replace("\n              ", " ")
+    lines = joined.splitlines()
     config_flags = next(line for line in lines if line.startswith("CONFIG FLAGS:"))
     programs = [("longparser", build_parser()), ("python -m lpeval", build_lpeval_parser())]
     commands = [(program, command, parser) for program, top in programs
