@@ -115,9 +115,9 @@ class _Reader:
             self.store_client.close()
 
     def describe(self, exc: Exception) -> str:
-        from service.redis_client import masked
+        from config.settings import masked_url
 
-        return (f"error: broker unreachable at {masked(self.settings.broker_url)} "
+        return (f"error: broker unreachable at {masked_url(self.settings.broker_url)} "
                 f"({type(exc).__name__}: {' '.join(str(exc).split())})")
 
 

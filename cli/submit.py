@@ -72,11 +72,11 @@ class RetryNotice(logging.Filter):
     def say(self) -> None:
         if self.said:
             return
-        from service.redis_client import masked
+        from config.settings import masked_url
 
         self.said = True
         settings = self.producer.settings
-        urls = sorted({masked(settings.broker_url), masked(settings.result_url)})
+        urls = sorted({masked_url(settings.broker_url), masked_url(settings.result_url)})
         _say(self.command, f"Redis at {', '.join(urls)} does not answer; retrying for up to "
                            f"{settings.submit_retry_window:g} s (LONGPARSER_SUBMIT_RETRY_WINDOW)")
 

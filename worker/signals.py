@@ -27,14 +27,14 @@ from typing import Any
 from celery.signals import after_setup_logger, worker_init, worker_process_init, worker_ready
 
 from config.logging import set_levels
-from config.settings import Settings
+from config.settings import Settings, masked_url
 from loaders.encoder_backends import missing_runtime
 from loaders.errors import ResourceUnavailable
 from loaders.pinned_model import PINNED_SHA256, EncoderUnavailable, checked_model_dir
 from loaders.resources import ResourceSpec, build_resources, load_tokenizers
 from longparser.tokens import TokenCounter
 from service.celeryconfig import inline_body_limit
-from service.redis_client import TRANSIENT_ERRORS, masked, redis_client
+from service.redis_client import TRANSIENT_ERRORS, redis_client
 from worker import celery_compat, serialization
 from worker.context import child_context, parent_context
 from worker.readiness import PoolReadiness
@@ -72,10 +72,10 @@ def preflight_redis(settings: Settings) -> None:
     for name, url in (("broker", settings.broker_url), ("result store", settings.result_url)):
         client = redis_client(url, settings)
         try:
-            inspect_redis(client, settings, f"the {name} Redis at {masked(url)}")
+            inspect_redis(client, settings, f"the {name} Redis at {masked_url(url)}")
         except TRANSIENT_ERRORS as exc:
             # Not reachable yet: Celery waits for the broker; the check is skipped, said once.
-            logger.warning("could not check the %s Redis at %s (%s); continuing", name, masked(url), exc)
+            logger.warning("could not check the %s Redis at %s (%s); continuing", name, masked_url(url), exc)
         finally:
             client.close()
 

@@ -70,9 +70,6 @@ def is_out_of_memory(exc: BaseException) -> bool:
     return False
 
 
-# The settings' masker, under the name worker/ still imports.
-masked = masked_url
-
 
 def _client_options(timeout: float | None = None) -> dict[str, Any]:
     return {"socket_connect_timeout": CONNECT_TIMEOUT_S if timeout is None else timeout,
