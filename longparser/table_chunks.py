@@ -6,6 +6,8 @@ Formats (``table_chunk_format``), each row of a data row (or band) written whole
   written, an empty cell as ``Year=``: a column with no value in any row must still show its
   header somewhere (nothing lost, also without a schema chunk), and an explicit empty value
   tells a reader the cell is blank rather than absent.
+  A spanning header is said once per row, as in ``labelled`` (``Row 3: Item=Revenue; Year
+  ended: 2024=$1,234, 2023=$1,100``): written on every value it drowned the values.
 * ``labelled``: ``Ada: Year=1843; Field=Math``: the row's label (its row-header cells, else its
   first column: :meth:`~longparser.tables.Grid.label`) first, then the other columns as
   ``name=value`` (``Row 3:`` stands in for an empty label); consecutive columns under one
