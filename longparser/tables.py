@@ -91,7 +91,7 @@ _OPENING_SIGNS = frozenset({"$", "€", "£", "¥", "US$", "(", "$(", "€(", "�
 _CLOSING_SIGNS = frozenset({")", "%", ")%", "%)"})
 _SIGNS = _OPENING_SIGNS | _CLOSING_SIGNS
 _FIGURE_START = re.compile(r"[-+−]?\(?[-+−]?\.?\d")
-_FIGURE_END = re.compile(r"\d%?\)?$")
+_FIGURE_END = re.compile(r"\d%?$")
 # A list item's marker: a bullet glyph, or an enumerator (``1.``, ``2)``, ``(a)``, ``iv.``).
 _BULLETS = "•◦▪▫●○■□‣⁃∙·➢➤►▶✓✔-–—*"
 _ENUMERATOR = r"(?:\(?(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,5})[.)])"

@@ -47,7 +47,8 @@ def test_currency_parenthesis_and_percent_cells_join_their_figures() -> None:
 
 
 def test_a_sign_with_no_figure_beside_it_stays() -> None:
-    rows = [["Currency", "$", "US dollar"], ["Share", "Total", "%"], ["Note", "(", "see below"]]
+    rows = [["Currency", "$", "US dollar"], ["Share", "Total", "%"], ["Note", "(", "see below"],
+            ["Loss", "(2,070)", ")"], ["Rate", "12.5%", "%"]]
     assert join_signs(rows) == (rows, set())
 
 
