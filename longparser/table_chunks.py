@@ -7,7 +7,7 @@ Formats (``table_chunk_format``), each row of a data row (or band) written whole
   header somewhere (nothing lost, also without a schema chunk), and an explicit empty value
   tells a reader the cell is blank rather than absent.
   A spanning header is said once per row, as in ``labelled`` (``Row 3: Item=Revenue; Year
-  ended: 2024=$1,234, 2023=$1,100``): written on every value it drowned the values.
+  ended: 2024=$1,234, 2023=$1,100``): said before every value, it outweighed the values.
 * ``labelled``: ``Ada: Year=1843; Field=Math``: the row's label (its row-header cells, else its
   first column: :meth:`~longparser.tables.Grid.label`) first, then the other columns as
   ``name=value`` (``Row 3:`` stands in for an empty label); consecutive columns under one
@@ -125,16 +125,16 @@ def render_rows(grid: Grid, cols: list[int], fmt: str, rows: list[list[str]], fi
         return ["| " + " | ".join(map(_markdown_cell, pick(row))) + " |" for row in rows]
     if fmt == "labelled":
         others = [c for c in cols if c not in grid.label_columns]
-        template = _labelled_template(grid, others)
+        template = _values_template(grid, others)
         return [f"{grid.label(row) or f'Row {number}'}: " + template.format(*[row[c] for c in others])
                 for number, row in enumerate(rows, start=first)]
     # One str.format per row instead of a join over key=value pieces; braces in column names
     # are escaped, so the template has exactly one field per column after the number.
-    template = "Row {}: " + _labelled_template(grid, cols)
+    template = "Row {}: " + _values_template(grid, cols)
     return [template.format(number, *pick(row)) for number, row in enumerate(rows, start=first)]
 
 
-def _labelled_template(grid: Grid, cols: list[int]) -> str:
+def _values_template(grid: Grid, cols: list[int]) -> str:
     """``name={}; ...`` over ``cols``, a spanning header said once per row: consecutive columns
     under one spanning header written once under it (``% of Total: Train={}, Test={}``), and
     consecutive columns of one name (a spanning header with no header under it) that name once
@@ -449,6 +449,9 @@ def _packed(tables: list[Draft]) -> Draft:
         parts += [head.after(PACKED_SEPARATOR), *rest]
     meta = {**first.meta, "row_start": None, "row_end": None, "col_band": None,
             "table_block_ids": [draft.meta["table_block_id"] for draft in tables]}
+    duplicates = [block_id for draft in tables for block_id in draft.meta.get("duplicate_block_ids", ())]
+    if duplicates:
+        meta["duplicate_block_ids"] = duplicates
     return Draft(parts, "table", first.section, meta)
 
 

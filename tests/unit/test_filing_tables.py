@@ -153,6 +153,16 @@ def test_a_table_emitted_twice_is_chunked_once_and_names_both_blocks(make_block)
     assert result.stats.blocks_excluded == {"duplicate_table": 1}
 
 
+def test_packed_tables_name_every_table_emitted_twice(make_block) -> None:
+    small = table_dict([["Item"], ["Rated voltage"]], flag_header=True)
+    other = table_dict([["Value"], ["130 kV"]], flag_header=True)
+    blocks = [make_block("", "table", table=small), make_block("", "table", table=other),
+              make_block("", "table", table=other)]
+    result = run_engine(blocks, pack_tables=True, generate_schema_chunks=False, table_chunk_format="pipe")
+    named = [(c.block_ids, c.metadata["duplicate_block_ids"]) for c in result.chunks]
+    assert named == [(["b1", "b2"], ["b3"])]
+
+
 def test_the_same_table_after_another_table_or_in_another_section_stays(make_block) -> None:
     same = [["Name", "Year"], ["Ada", "1843"]]
     other = [["Key", "Value"], ["k", "v"]]
