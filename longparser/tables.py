@@ -38,7 +38,8 @@ Decisions (docs/chunking.md has the rules):
 * Signs in cells of their own (financial filings write ``$`` | ``1,234``, ``(2,070`` | ``)``,
   ``12.5`` | ``%``): a cell holding only a currency sign or an opening parenthesis is joined to
   the figure in the next non-empty cell of its row, a cell holding only a closing parenthesis
-  or a percent sign to the figure in the previous one (``$1,234``, ``(2,070)``, ``12.5%``),
+  or a percent sign to the figure in the previous one (``$1,234``, ``(2,070)``, ``12.5%``; a
+  parenthesis only to a figure it closes, a percent sign never to a year),
   before the header rows are read (a lone ``$`` is no figure). A sign with no figure beside it
   stays. A column a join emptied is dropped when every row of it is then empty or says what an
   adjacent column says in that row (the spanning year above the ``$`` column).
@@ -220,8 +221,14 @@ def _filled_beside(row: list[str], c: int, step: int) -> int | None:
 
 
 def _joins_after(sign: str, figure: str) -> bool:
-    """Whether a closing ``sign`` (``)``, ``%``) belongs to the ``figure`` before it."""
-    return _FIGURE_END.search(figure) is not None and (sign[0] == ")" or figure[-1].isdigit())
+    """Whether a closing ``sign`` belongs to the ``figure`` before it: a parenthesis (``)``,
+    ``)%``, ``%)``) to a figure it closes (``(2,070``), a percent sign to a figure that ends in a
+    digit and is not a year (a header's ``2024`` | ``%`` names two columns)."""
+    if _FIGURE_END.search(figure) is None:
+        return False
+    if ")" in sign:
+        return figure.count("(") > figure.count(")")
+    return figure[-1].isdigit() and _YEAR.fullmatch(figure) is None
 
 
 def join_signs(rows: list[list[str]]) -> tuple[list[list[str]], set[int]]:

@@ -48,12 +48,13 @@ def test_currency_parenthesis_and_percent_cells_join_their_figures() -> None:
 
 def test_a_sign_with_no_figure_beside_it_stays() -> None:
     rows = [["Currency", "$", "US dollar"], ["Share", "Total", "%"], ["Note", "(", "see below"],
-            ["Loss", "(2,070)", ")"], ["Rate", "12.5%", "%"]]
+            ["Loss", "(2,070)", ")"], ["Rate", "12.5%", "%"], ["Loss", "2,070", ")"], ["", "2024", "%"]]
     assert join_signs(rows) == (rows, set())
 
 
 def test_an_opening_parenthesis_in_its_own_cell_joins_too() -> None:
     assert join_signs([["Loss", "(", "2,070", ")"]])[0] == [["Loss", "", "(2,070)", ""]]
+    assert join_signs([["Change", "(12.5", "%)"]])[0] == [["Change", "(12.5%)", ""]]
 
 
 def test_a_column_a_join_emptied_is_dropped_only_when_it_says_nothing_of_its_own() -> None:
