@@ -261,11 +261,13 @@ def redundant_columns(rows: list[list[str]], emptied: set[int]) -> set[int]:
     """The columns that say nothing of their own: one identical, row for row, to the column to its
     left, and one a join emptied (``emptied``) whose every row is empty or the text of an adjacent
     column that stays in that row (a spanning header over a sign's column)."""
-    columns = list(zip(*rows, strict=True))
-    dropped = {c for c in range(1, len(columns)) if columns[c] == columns[c - 1]}
+    width = len(rows[0])
+    # Most tables are decided by their first row: two columns the same there are rare.
+    dropped = {c for c in range(1, width) if rows[0][c] == rows[0][c - 1]
+               and all(row[c] == row[c - 1] for row in rows)}
     for c in sorted(emptied - dropped):
-        beside = [columns[n] for n in (c - 1, c + 1) if 0 <= n < len(columns) and n not in emptied]
-        if all(not text or any(column[r] == text for column in beside) for r, text in enumerate(columns[c])):
+        beside = [n for n in (c - 1, c + 1) if 0 <= n < width and n not in emptied]
+        if all(not row[c] or any(row[n] == row[c] for n in beside) for row in rows):
             dropped.add(c)
     return dropped
 
