@@ -20,6 +20,12 @@ Decisions (docs/chunking.md has the rules):
 * Only ``paragraph`` blocks are re-tagged; blocks the extractor typed ``equation`` stay
   equations and are not counted in ``equations_detected`` (that stat counts re-tags).
 * With ``exclude_headers_footers`` off, headers and footers are ordinary content.
+* A table whose cells are those of the table before it in its section (the converter emitted
+  it twice; other blocks, a caption, may come between, another table may not) is kept once:
+  the later one is counted in ``excluded_counts["duplicate_table"]`` and its block id joins
+  the first one's ``Grid.duplicate_block_ids`` (its chunks name it). A list converted as a
+  table (:func:`~longparser.tables.list_items`) becomes one ``list_item`` record, its items
+  on lines of their own.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from typing import Any
 from longparser.boxes import keep_box
 from longparser.equations import looks_like_equation
 from longparser.repeats import RepeatAllowance
-from longparser.tables import Grid, build_grid
+from longparser.tables import Grid, build_grid, table_key
 from longparser.tokens import TokenCounter
 from schemas import ChunkingConfig
 
@@ -144,6 +150,7 @@ def prepare(
     last_list: list[str] | None = None
     path: tuple[str, ...] = ()
     grown = 0  # the records whose text ``repeats`` has counted
+    previous_table: tuple[tuple[Any, ...], Grid] | None = None  # (its section and table_key, its grid)
     for pos, block in enumerate(blocks):
         kind, text, table = block["type"], block["text"], block["table"]
         cells = None if table is None else table["cells"]
@@ -164,6 +171,15 @@ def prepare(
                 repeats.grow(sum(map(len, map(_TEXT, records[grown:]))) + len(text))
                 grown = len(records) + 1
             grid = build_grid(cells, infer_header, repeats)
+            if grid.list_items is not None:  # a list converted as a table is chunked as a list
+                kind, text, grid = "list_item", "\n".join(grid.list_items), None
+            else:
+                key = (path, table_key(grid))
+                if previous_table is not None and previous_table[0] == key:
+                    previous_table[1].duplicate_block_ids.append(block["block_id"])
+                    excluded["duplicate_table"] = excluded.get("duplicate_table", 0) + 1
+                    continue
+                previous_table = (key, grid)
         provenance = block["provenance"]
         rec = Rec(pos, block["block_id"], kind, text, provenance["page_number"], path,
                   block["confidence"]["overall"], grid)

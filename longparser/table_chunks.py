@@ -6,6 +6,8 @@ Formats (``table_chunk_format``), each row of a data row (or band) written whole
   written, an empty cell as ``Year=``: a column with no value in any row must still show its
   header somewhere (nothing lost, also without a schema chunk), and an explicit empty value
   tells a reader the cell is blank rather than absent.
+  A spanning header is said once per row, as in ``labelled`` (``Row 3: Item=Revenue; Year
+  ended: 2024=$1,234, 2023=$1,100``): said before every value, it outweighed the values.
 * ``labelled``: ``Ada: Year=1843; Field=Math``: the row's label (its row-header cells, else its
   first column: :meth:`~longparser.tables.Grid.label`) first, then the other columns as
   ``name=value`` (``Row 3:`` stands in for an empty label); consecutive columns under one
@@ -123,21 +125,23 @@ def render_rows(grid: Grid, cols: list[int], fmt: str, rows: list[list[str]], fi
         return ["| " + " | ".join(map(_markdown_cell, pick(row))) + " |" for row in rows]
     if fmt == "labelled":
         others = [c for c in cols if c not in grid.label_columns]
-        template = _labelled_template(grid, others)
+        template = _values_template(grid, others)
         return [f"{grid.label(row) or f'Row {number}'}: " + template.format(*[row[c] for c in others])
                 for number, row in enumerate(rows, start=first)]
     # One str.format per row instead of a join over key=value pieces; braces in column names
     # are escaped, so the template has exactly one field per column after the number.
-    template = "Row {}: " + "; ".join(_escape_braces(grid.columns[c]) + "={}" for c in cols)
+    template = "Row {}: " + _values_template(grid, cols)
     return [template.format(number, *pick(row)) for number, row in enumerate(rows, start=first)]
 
 
-def _labelled_template(grid: Grid, cols: list[int]) -> str:
-    """``name={}; ...`` over ``cols``; consecutive columns under one spanning header written
-    once under it: ``% of Total: Train={}, Test={}``."""
+def _values_template(grid: Grid, cols: list[int]) -> str:
+    """``name={}; ...`` over ``cols``, a spanning header said once per row: consecutive columns
+    under one spanning header written once under it (``% of Total: Train={}, Test={}``), and
+    consecutive columns of one name (a spanning header with no header under it) that name once
+    (``Year ended December 31={}, {}``)."""
     groups = grid.groups or [""] * len(grid.columns)
     pieces: list[str] = []
-    previous = ""
+    previous, previous_name = "", None
     for c in cols:
         group, name = groups[c], grid.columns[c]
         if group:
@@ -146,9 +150,11 @@ def _labelled_template(grid: Grid, cols: list[int]) -> str:
                 pieces[-1] += ", " + sub
             else:
                 pieces.append(f"{_escape_braces(group)}: {sub}")
+        elif name == previous_name and not previous and c not in grid.unnamed:
+            pieces[-1] += ", {}"
         else:
             pieces.append(_escape_braces(name) + "={}")
-        previous = group
+        previous, previous_name = group, name
     return "; ".join(pieces)
 
 
@@ -175,8 +181,16 @@ def header_line(grid: Grid, cols: list[int], fmt: str, short_key: bool = False) 
 def _meta(
     rec: Rec, fmt: str, rows: tuple[int, int] | None = None, band: list[int] | None = None
 ) -> dict[str, Any]:
-    return {"table_block_id": rec.block_id, "row_start": rows[0] if rows else None,
+    meta = {"table_block_id": rec.block_id, "row_start": rows[0] if rows else None,
             "row_end": rows[1] if rows else None, "col_band": band, "table_format": fmt}
+    return _with_duplicates(rec, meta)
+
+
+def _with_duplicates(rec: Rec, meta: dict[str, Any]) -> dict[str, Any]:
+    """``meta`` naming the tables emitted once as this one (``duplicate_block_ids``), if any."""
+    if rec.grid is not None and rec.grid.duplicate_block_ids:
+        meta["duplicate_block_ids"] = list(rec.grid.duplicate_block_ids)
+    return meta
 
 
 class _Batcher:
@@ -359,7 +373,7 @@ def _schema_draft(rec: Rec, grid: Grid, title: Part | None, section: Section, fm
     meta: dict[str, Any] = {"table_block_id": rec.block_id, "n_rows": len(grid.rows),
                             "n_cols": len(grid.columns), "columns": profiles, "table_format": fmt,
                             "sample_rows": len(samples)}
-    return Draft(parts, "table_schema", section, meta)
+    return Draft(parts, "table_schema", section, _with_duplicates(rec, meta))
 
 
 def title_label(text: str) -> str:
@@ -435,6 +449,9 @@ def _packed(tables: list[Draft]) -> Draft:
         parts += [head.after(PACKED_SEPARATOR), *rest]
     meta = {**first.meta, "row_start": None, "row_end": None, "col_band": None,
             "table_block_ids": [draft.meta["table_block_id"] for draft in tables]}
+    duplicates = [block_id for draft in tables for block_id in draft.meta.get("duplicate_block_ids", ())]
+    if duplicates:
+        meta["duplicate_block_ids"] = duplicates
     return Draft(parts, "table", first.section, meta)
 
 

@@ -35,6 +35,21 @@ Decisions (docs/chunking.md has the rules):
   line); other cells keep their inner spacing as given.
 * Data rows are the non-header rows that hold some text; they are numbered 1, 2, ... in
   that order (the ``Row N`` of records and the row_start/row_end of metadata).
+* Signs in cells of their own (financial filings write ``$`` | ``1,234``, ``(2,070`` | ``)``,
+  ``12.5`` | ``%``): a cell holding only a currency sign or an opening parenthesis is joined to
+  the figure in the next non-empty cell of its row, a cell holding only a closing parenthesis
+  or a percent sign to the figure in the previous one (``$1,234``, ``(2,070)``, ``12.5%``; a
+  parenthesis only to a figure it closes, a percent sign never to a year),
+  before the header rows are read (a lone ``$`` is no figure). A sign with no figure beside it
+  stays. A column a join emptied is dropped when every row of it is then empty or says what an
+  adjacent column says in that row (the spanning year above the ``$`` column).
+* Identical adjacent columns (every row, header rows included, the same as the column to its
+  left: a spanning cell repeated in each column it covers, by a span or by the converter) are
+  one column.
+* A list converted as a table (:func:`list_items`): a one-column table whose rows, the first
+  aside, start with a bullet or an enumerator, or a two-column table whose first column holds
+  only bullets or enumerators, has ``list_items`` set (each row's text, its marker first): the
+  engine chunks it as a list.
 * Type guess per column over its non-empty data values: ``date`` when all are ISO-like
   (``2024-05-01``, ``2024/05/01``, optional time) or d/m/y (``1/5/2024``, ``01.05.24``);
   ``number`` when all are numbers (sign, thousands commas, decimals, ``% $ € £``); else
@@ -46,10 +61,10 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
 from operator import add, itemgetter, mul
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from longparser.repeats import RepeatAllowance, short_form
 from schemas.blocks import TableCell
@@ -72,6 +87,20 @@ _PLACEHOLDERS = frozenset({"-", "–", "—", "n/a", "na", "n.a.", "…", "...",
 _QUANTITY = re.compile(r"[-+−±~<>≤≥]?\s*\d[\d,.]*\s*%?(?:\s*[^\W\d_]\S{0,5}){1,2}")
 _YEAR = re.compile(r"(?:1[89]|2[01])\d\d")
 
+# Signs a filing writes in a cell of their own: those before a figure, those after it.
+_OPENING_SIGNS = frozenset({"$", "€", "£", "¥", "US$", "(", "$(", "€(", "£("})
+_CLOSING_SIGNS = frozenset({")", "%", ")%", "%)"})
+_SIGNS = _OPENING_SIGNS | _CLOSING_SIGNS
+_FIGURE_START = re.compile(r"[-+−]?\(?[-+−]?\.?\d")
+_FIGURE_END = re.compile(r"\d%?$")
+# A list item's marker: a bullet glyph, or an enumerator (``1.``, ``2)``, ``(a)``, ``iv.``).
+_BULLETS = "•◦▪▫●○■□‣⁃∙·➢➤►▶✓✔-–—*"
+_ENUMERATOR = r"(?:\(?(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,5})[.)])"
+_MARKER = re.compile(f"(?:[{re.escape(_BULLETS)}]|{_ENUMERATOR})")
+_MARKED_ITEM = re.compile(f"{_MARKER.pattern}\\s+\\S")
+_DASHES = frozenset({"-", "–", "—"})  # a filing's zero or nil: ``$`` | ``—``
+_BARE_NUMBER = re.compile(r"\d{1,3}")
+MIN_LIST_ITEMS = 2
 
 MAX_HEADER_ROWS = 6
 
@@ -88,6 +117,10 @@ class Grid:
             over sub-headers: ``Count`` of ``Count / Train``), else "" (None: no column has one).
         unnamed: the columns whose header rows hold no text (their name is ``col_<i>``).
         text_chars: the characters of its cells' texts as given (each cell once).
+        list_items: the rows as list items when the table is a list converted as a table
+            (:func:`list_items`), else None.
+        duplicate_block_ids: the blocks of later tables with the same cells, emitted once as
+            this table (filled by the prepare stage).
     """
 
     columns: list[str]
@@ -96,6 +129,8 @@ class Grid:
     groups: list[str] | None = None  # each column's first header text when it has several, else ""
     unnamed: frozenset[int] = frozenset()
     text_chars: int = 0
+    list_items: list[str] | None = None
+    duplicate_block_ids: list[str] = field(default_factory=list)
 
     def label(self, row: list[str]) -> str:
         """The row's label: the distinct texts of its label columns, joined by `` / ``."""
@@ -173,6 +208,101 @@ def _flagged_rows(cells: Sequence[TableCell], row_ids: Sequence[int]) -> list[in
         start = bisect_left(row_ids, cell["row_index"])
         flagged.update(range(start, bisect_left(row_ids, cell["row_index"] + cell["row_span"])))
     return sorted(flagged)
+
+
+def _filled_beside(row: list[str], c: int, step: int) -> int | None:
+    """The index of the first non-empty cell from ``c`` in direction ``step`` (``±1``), or None."""
+    c += step
+    while 0 <= c < len(row):
+        if row[c]:
+            return c
+        c += step
+    return None
+
+
+def _joins_after(sign: str, figure: str) -> bool:
+    """Whether a closing ``sign`` belongs to the ``figure`` before it: a parenthesis (``)``,
+    ``)%``, ``%)``) to a figure it closes (``(2,070``), a percent sign to a figure that ends in a
+    digit and is not a year (a header's ``2024`` | ``%`` names two columns)."""
+    if _FIGURE_END.search(figure) is None:
+        return False
+    if ")" in sign:
+        return figure.count("(") > figure.count(")")
+    return figure[-1].isdigit() and _YEAR.fullmatch(figure) is None
+
+
+def join_signs(rows: list[list[str]]) -> tuple[list[list[str]], set[int]]:
+    """The rows with each sign in a cell of its own joined to its figure (see the module doc:
+    ``$`` | ``1,234`` reads ``$1,234``; ``(2,070`` | ``)`` reads ``(2,070)``), and the columns a
+    join emptied somewhere. Rows without a lone sign are returned as they are."""
+    emptied: set[int] = set()
+    joined: list[list[str]] = []
+    for row in rows:
+        if _SIGNS.isdisjoint(row):
+            joined.append(row)
+            continue
+        row = list(row)
+        for c, text in enumerate(row):
+            if text in _OPENING_SIGNS:
+                j = _filled_beside(row, c, 1)
+                if j is not None and (_FIGURE_START.match(row[j]) or row[j] in _DASHES):
+                    row[j], row[c] = text + row[j], ""
+                    emptied.add(c)
+            elif text in _CLOSING_SIGNS:
+                i = _filled_beside(row, c, -1)
+                if i is not None and _joins_after(text, row[i]):
+                    row[i], row[c] = row[i] + text, ""
+                    emptied.add(c)
+        joined.append(row)
+    return joined, emptied
+
+
+def redundant_columns(rows: list[list[str]], emptied: set[int]) -> set[int]:
+    """The columns that say nothing of their own: one identical, row for row, to the column to its
+    left, and one a join emptied (``emptied``) whose every row is empty or the text of an adjacent
+    column that stays in that row (a spanning header over a sign's column)."""
+    width = len(rows[0])
+    # Most tables are decided by their first row: two columns the same there are rare.
+    dropped = {c for c in range(1, width) if rows[0][c] == rows[0][c - 1]
+               and all(row[c] == row[c - 1] for row in rows)}
+    for c in sorted(emptied - dropped):
+        beside = [n for n in (c - 1, c + 1) if 0 <= n < width and n not in emptied]
+        if all(not row[c] or any(row[n] == row[c] for n in beside) for row in rows):
+            dropped.add(c)
+    return dropped
+
+
+def _enumerated(markers: list[str]) -> bool:
+    """Bullets or enumerators (``•``, ``1.``, ``(a)``), or the numbers 1, 2, 3, ... in order."""
+    if all(map(_MARKER.fullmatch, markers)):
+        return True
+    if not all(map(_BARE_NUMBER.fullmatch, markers)):
+        return False
+    first = int(markers[0])
+    return list(map(int, markers)) == list(range(first, first + len(markers)))
+
+
+def list_items(rows: list[list[str]]) -> list[str] | None:
+    """A list converted as a table, as its items (the rows' texts, each marker first), or None:
+    a one-column table whose non-empty rows, the first aside, start with a bullet or an
+    enumerator and a word (``• Ships within a week``, ``2) Returns``); or a two-column table
+    whose first column holds only bullets or enumerators (or the numbers 1, 2, 3, ...) and whose
+    second holds text, not figures. At least :data:`MIN_LIST_ITEMS` marked items."""
+    if not rows or len(rows[0]) > 2:
+        return None
+    if len(rows[0]) == 1:
+        texts = [row[0] for row in rows if row[0]]
+        marked = texts[1:] if texts and not _MARKED_ITEM.match(texts[0]) else texts
+        if len(marked) >= MIN_LIST_ITEMS and all(
+                _MARKED_ITEM.match(text) and _LETTER.search(text) for text in marked):
+            return texts
+        return None
+    markers = [row[0] for row in rows if row[0]]
+    texts = [row[1] for row in rows if row[1]]
+    if (len(markers) < MIN_LIST_ITEMS or not _enumerated(markers)
+            or not all(_LETTER.search(text) and not _is_figure(text) for text in texts)):
+        return None
+    return [f"{marker} {text}".strip() for marker, text in rows if marker or text]
 
 
 def _is_figure(value: str) -> bool:
@@ -301,8 +431,17 @@ def build_grid(
         filled = dict(zip(reversed(list(compress(positions, written))), reversed(list(filter(None, written))),
                           strict=True))
         flat = list(map(filled.get, range(len(row_ids) * len(col_ids)), repeat("")))
-    width = len(col_ids)
+    width, all_col_ids = len(col_ids), col_ids
     grid = [flat[k : k + width] for k in range(0, len(flat), width)]
+    emptied: set[int] = set()
+    if not _SIGNS.isdisjoint(texts):
+        grid, emptied = join_signs(grid)
+    kept = None
+    if width > 1 and (dropped := redundant_columns(grid, emptied)):
+        kept = [c for c in range(width) if c not in dropped]
+        grid = [[row[c] for c in kept] for row in grid]
+        col_ids = [col_ids[c] for c in kept]
+    items = list_items(grid) if len(col_ids) <= 2 else None
     header_rows = _flagged_rows(cells, row_ids) or (_inferred_header_rows(grid) if infer_header else [])
     header_texts = [_header_texts(grid, header_rows, c) for c in range(len(col_ids))]
     text_chars = sum(map(len, texts))
@@ -318,9 +457,20 @@ def build_grid(
         groups.append(parts[0] if len(parts) > 1 else "")
     skip = set(header_rows)
     data = [row for r, row in enumerate(grid) if r not in skip and any(row)]
-    label_columns = _label_columns(cells, col_ids, skip, row_ids) if any(map(_ROW_HEADER, cells)) else []
+    label_columns = []
+    if any(map(_ROW_HEADER, cells)):
+        label_columns = _label_columns(cells, all_col_ids, skip, row_ids)
+        if kept is not None:  # the label columns among those kept, renumbered
+            position = {old: new for new, old in enumerate(kept)}
+            label_columns = [position[c] for c in label_columns if c in position]
     return Grid(columns, data, label_columns or [_first_telling_column(data)], groups, frozenset(unnamed),
-                text_chars)
+                text_chars, items)
+
+
+def table_key(grid: Grid) -> tuple[Any, ...]:
+    """What makes two tables the same table: their column names and data rows as read (two tables
+    with the same cells have the same key)."""
+    return tuple(grid.columns), tuple(map(tuple, grid.rows))
 
 
 def _all_match(pattern: re.Pattern[str], values: str) -> bool:

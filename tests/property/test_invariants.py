@@ -7,8 +7,9 @@ without resources):
 * nothing is lost: every kept block's text appears (whitespace-normalised, see
   :func:`norm`) in a chunk that lists the block among its sources; for a table with cells,
   every non-empty cell text does;
-* exclusions match docs/chunking.md (header/footer when enabled, blank, separator-only) and are
-  counted in the stats;
+* exclusions match docs/chunking.md (header/footer when enabled, blank, separator-only, a
+  table emitted twice: named by the chunks of the table it repeats) and are counted in the
+  stats;
 * chunks are in reading order (by first primary block), each chunk's block ids are in
   reading order without repeats, exist in the input and were not excluded;
 * chunk ids are unique; page numbers are sorted, unique and exactly the pages of the
@@ -38,6 +39,7 @@ import json
 import os
 import unicodedata
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -168,9 +170,30 @@ def check_exclusions(blocks: list[dict[str, Any]], config: dict[str, Any], resul
     for reason in reasons.values():
         if reason is not None:
             counts[reason] = counts.get(reason, 0) + 1
+    duplicates = check_duplicate_tables(blocks, result)
+    if duplicates:
+        counts["duplicate_table"] = len(duplicates)
     assert result.stats.blocks_in == len(blocks)
     assert result.stats.blocks_excluded == counts
-    return {block_id for block_id, reason in reasons.items() if reason is None}
+    return {block_id for block_id, reason in reasons.items() if reason is None} - duplicates
+
+
+def check_duplicate_tables(blocks: list[dict[str, Any]], result: ChunkResult) -> set[str]:
+    """The tables chunked once as an earlier one (docs/chunking.md, "Tables from filings and
+    office documents"): each is named by the chunks of a table of its section that comes before
+    it and shows the same cell texts, so nothing of it is lost. Returns their block ids."""
+    by_id = {b["block_id"]: b for b in blocks}
+    position = {b["block_id"]: i for i, b in enumerate(blocks)}
+    named: dict[str, str] = {}
+    for chunk in result.chunks:
+        for duplicate in chunk.metadata.get("duplicate_block_ids", []):
+            named[duplicate] = chunk.metadata["table_block_id"]
+    for duplicate, first in named.items():
+        again, kept = by_id[duplicate], by_id[first]
+        assert again["type"] == kept["type"] == "table" and position[first] < position[duplicate]
+        assert again["hierarchy_path"] == kept["hierarchy_path"]
+        assert set(expected_texts(again)) == set(expected_texts(kept)), f"{duplicate} is not {first}"
+    return set(named)
 
 
 def check_nothing_lost(blocks: list[dict[str, Any]], kept: set[str], result: ChunkResult) -> None:
@@ -347,6 +370,27 @@ def test_block_models_and_their_dicts_give_the_same_result(
 
     assert without_timings(from_models) == without_timings(from_dicts)
     assert [m.model_dump() for m in models] == frozen, "caller's Block models were modified"
+
+
+FILING_TABLES = Path(__file__).resolve().parents[1] / "fixtures" / "filing_tables"
+
+
+@settings(PROPERTY_SETTINGS, max_examples=40)
+@given(config=configs())
+def test_filing_tables_keep_every_invariant(config: dict[str, Any]) -> None:
+    """The four table rules (signs joined, columns dropped, a table emitted twice chunked once, a
+    list converted as a table) under any config: the strategies' tables rarely take these shapes."""
+    blocks = json.loads((FILING_TABLES / "synthetic_10k_tables.json").read_text(encoding="utf-8"))["blocks"]
+
+    result = chunk_blocks(blocks, config, None, document_id="filing")
+
+    kept = check_exclusions(blocks, config, result)
+    assert result.stats.blocks_excluded.get("duplicate_table") == 1 and "t1-again" not in kept
+    check_nothing_lost(blocks, kept, result)
+    check_order_and_provenance(blocks, kept, result)
+    check_overlap_and_types(blocks, config, result)
+    check_list_and_table_pieces(blocks, config, result)
+    check_headings_lead(blocks, kept, config, result)
 
 
 @pytest.mark.parametrize("table_format", ["row_record", "pipe", "labelled", "markdown"])

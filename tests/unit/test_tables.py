@@ -245,8 +245,8 @@ def test_B09_flagged_header_rows_spans_and_empty_names(make_block):
     table = {"n_rows": 4, "n_cols": 3, "cells": cells}
     result = run_engine([make_block("", "table", table=table)], generate_schema_chunks=False)
     assert [c.text for c in result.chunks] == [
-        "Row 1: col_0=North; Score / 2023=1; Score / 2024=2\n"
-        "Row 2: col_0=North; Score / 2023=3; Score / 2024=4"
+        "Row 1: col_0=North; Score: 2023=1, 2024=2\n"
+        "Row 2: col_0=North; Score: 2023=3, 2024=4"
     ]
 
 
