@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from longparser.build import Draft
 from longparser.ids import chunk_ids
@@ -44,6 +45,8 @@ DOCUMENT = 0  # the document scope's index in ParentTree.scopes
 _SECTION_KEY = "parent:section"
 _TABLE_KEY = "parent:table"
 _NO_PAGE = frozenset({None})
+_validate_parent = ChunkParent.__pydantic_validator__.validate_python  # model_validate minus its wrapper
+_page = attrgetter("page")
 
 
 @dataclass(slots=True)
@@ -72,14 +75,15 @@ class ParentTree:
         if not self.of_draft:
             return [], []
         names = self._names(document_id, ids)
-        order = [DOCUMENT, *sorted(range(1, len(self.scopes)), key=lambda i: self.scopes[i].first.pos)]
+        firsts = [scope.first.pos for scope in self.scopes]
+        order = [DOCUMENT, *sorted(range(1, len(self.scopes)), key=firsts.__getitem__)]
         parents = [
-            ChunkParent(
-                id=names[i], kind=scope.kind, title=scope.title,
-                parent_id=None if scope.parent is None else names[scope.parent],
-                first_block_id=scope.first.block_id, last_block_id=scope.last.block_id,
-                page_numbers=sorted(scope.pages - _NO_PAGE), chunk_ids=[ids[d] for d in scope.drafts],
-            )
+            _validate_parent({
+                "id": names[i], "kind": scope.kind, "title": scope.title,
+                "parent_id": None if scope.parent is None else names[scope.parent],
+                "first_block_id": scope.first.block_id, "last_block_id": scope.last.block_id,
+                "page_numbers": sorted(scope.pages - _NO_PAGE), "chunk_ids": [ids[d] for d in scope.drafts],
+            })
             for i in order for scope in (self.scopes[i],)
         ]
         return [names[s] for s in self.of_draft], parents
@@ -98,7 +102,7 @@ def _section_scopes(sections: Sequence[Section]) -> tuple[list[Scope], list[int]
     open_: list[int] = []  # the open scopes, outermost first: open_[d] has a path of d + 1 titles
     for section in sections:
         path, records = section.path, section.records
-        pages = {rec.page for rec in records}
+        pages = set(map(_page, records))
         scopes[DOCUMENT].pages |= pages
         if not path:  # under no heading: the document's, and the scopes around it stay open
             innermost.append(DOCUMENT)
@@ -132,8 +136,8 @@ def parent_tree(sections: Sequence[Section], drafts: Sequence[Draft]) -> ParentT
     of_draft = []
     for index, draft in enumerate(drafts):
         section_scope = innermost[draft.section.index]
-        sources = draft.sources or [p.rec for p in draft.parts]
         if draft.is_table:
+            sources = draft.sources or [p.rec for p in draft.parts]
             table_id = draft.meta["table_block_id"]
             scope_index = tables.get(table_id)
             if scope_index is None:
