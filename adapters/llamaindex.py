@@ -30,7 +30,7 @@ enclosing one. Index the chunks and keep every node in the docstore, and LlamaIn
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from adapters.metadata import Content, chunk_content, chunk_metadata, parent_metadata
 from adapters.small_to_big import PARENT_SEPARATOR, parent_key, scope_chunks
@@ -55,25 +55,17 @@ def to_nodes(result: ChunkResult, *, content: Content = "embed_text") -> list[Te
         ImportError: llama-index-core is not installed (the message says what to install).
     """
     try:
-        from llama_index.core.schema import NodeRelationship, ObjectType, RelatedNodeInfo, TextNode
+        from llama_index.core.schema import NodeRelationship, TextNode
     except ImportError as exc:
         raise ImportError(f"LlamaIndex nodes need llama-index-core: {INSTALL_HINT}") from exc
     nodes = []
     for index, chunk in enumerate(result.chunks):
         metadata = chunk_metadata(result, index)
-        relationships = {}
-        if result.document_id is not None:
-            relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(
-                node_id=result.document_id, node_type=ObjectType.DOCUMENT)
-        if metadata["previous_chunk_id"] is not None:
-            relationships[NodeRelationship.PREVIOUS] = RelatedNodeInfo(
-                node_id=metadata["previous_chunk_id"], node_type=ObjectType.TEXT)
-        if metadata["next_chunk_id"] is not None:
-            relationships[NodeRelationship.NEXT] = RelatedNodeInfo(
-                node_id=metadata["next_chunk_id"], node_type=ObjectType.TEXT)
-        if metadata["parent_id"] is not None:
-            relationships[NodeRelationship.PARENT] = RelatedNodeInfo(
-                node_id=metadata["parent_id"], node_type=ObjectType.TEXT)
+        relationships = _relationships(result, [
+            (NodeRelationship.PREVIOUS, metadata["previous_chunk_id"]),
+            (NodeRelationship.NEXT, metadata["next_chunk_id"]),
+            (NodeRelationship.PARENT, metadata["parent_id"]),
+        ])
         nodes.append(TextNode(
             id_=chunk.chunk_id, text=chunk_content(chunk, content), metadata=metadata,
             excluded_embed_metadata_keys=list(metadata), excluded_llm_metadata_keys=list(metadata),
@@ -105,13 +97,7 @@ def to_parent_nodes(result: ChunkResult) -> list[TextNode]:
     nodes = []
     for parent in result.parents:
         metadata = parent_metadata(result, parent)
-        relationships: dict = {}
-        if result.document_id is not None:
-            relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(
-                node_id=result.document_id, node_type=ObjectType.DOCUMENT)
-        if metadata["enclosing_parent_id"] is not None:
-            relationships[NodeRelationship.PARENT] = RelatedNodeInfo(
-                node_id=metadata["enclosing_parent_id"], node_type=ObjectType.TEXT)
+        relationships = _relationships(result, [(NodeRelationship.PARENT, metadata["enclosing_parent_id"])])
         children = [*parent.chunk_ids, *nested.get(parent.id, [])]
         if children:
             relationships[NodeRelationship.CHILD] = [
@@ -122,3 +108,18 @@ def to_parent_nodes(result: ChunkResult) -> list[TextNode]:
             excluded_llm_metadata_keys=list(metadata), relationships=relationships,
         ))
     return nodes
+
+
+def _relationships(result: ChunkResult, links: list[tuple[Any, str | None]]) -> dict[Any, Any]:
+    """``SOURCE`` (the document, when the result names it) and each ``(relation, node id)`` link
+    whose id is not None, to a text node."""
+    from llama_index.core.schema import NodeRelationship, ObjectType, RelatedNodeInfo
+
+    relationships: dict[Any, Any] = {}
+    if result.document_id is not None:
+        relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(
+            node_id=result.document_id, node_type=ObjectType.DOCUMENT)
+    for relation, node_id in links:
+        if node_id is not None:
+            relationships[relation] = RelatedNodeInfo(node_id=node_id, node_type=ObjectType.TEXT)
+    return relationships
