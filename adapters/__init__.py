@@ -4,8 +4,10 @@
   :mod:`loaders.markdown`), a :class:`schemas.ChunkResult` out, like
   :func:`longparser.chunk_blocks` (same config, resources and document id).
 * :mod:`adapters.langchain`: a result as LangChain ``Document``s (extra ``[langchain]``).
-* :mod:`adapters.llamaindex`: a result as LlamaIndex ``TextNode``s linked previous/next and to
-  their document (extra ``[llamaindex]``).
+* :mod:`adapters.llamaindex`: a result as LlamaIndex ``TextNode``s linked previous/next, to
+  their parent and to their document, and the parents as nodes (extra ``[llamaindex]``).
+* :mod:`adapters.small_to_big`: retrieved chunks in, their parents (section, table, document)
+  out, in rank order within a token budget.
 
 This package sits above the engine and the loaders and below the command line; the engine,
 the loaders and the service never import it (``lint-imports`` checks it), so the worker never

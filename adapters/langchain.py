@@ -10,21 +10,44 @@ Each chunk becomes one ``Document``: ``id`` is the chunk id; ``page_content`` is
 engine meant to be embedded (``embed_text``: the heading breadcrumb and the text, when
 ``heading_context`` is on; else the text), so a strict maximum holds for what the vector store
 embeds; ``metadata`` holds :func:`adapters.metadata.chunk_metadata`.
+
+The parent-document pattern (search small chunks, hand the reader their parents):
+:func:`to_parent_documents` makes one ``Document`` per parent (``ChunkResult.parents``: a
+section with its subsections, a whole table, the document) whose text is the texts of the
+chunks in its scope joined; every chunk's
+``metadata["parent_id"]`` is its parent document's id::
+
+    store.add_documents(to_documents(result))
+    docstore = InMemoryStore()                      # langchain_core.stores, or any BaseStore
+    docstore.mset([(d.id, d) for d in to_parent_documents(result)])
+    found = store.similarity_search(question, k=8)
+    parents = docstore.mget(list(dict.fromkeys(d.metadata["parent_id"] for d in found)))
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from adapters.metadata import Content, chunk_content, chunk_metadata
+from adapters.metadata import Content, chunk_content, chunk_metadata, parent_metadata
+from adapters.small_to_big import PARENT_SEPARATOR, scope_chunks
 from schemas import ChunkResult
 
 if TYPE_CHECKING:  # pragma: no cover - types only
     from langchain_core.documents import Document
 
-__all__ = ["INSTALL_HINT", "to_documents"]
+__all__ = ["INSTALL_HINT", "to_documents", "to_parent_documents"]
 
 INSTALL_HINT = "pip install 'longparser-worker[langchain]'"
+
+
+def _document_class() -> type[Document]:
+    try:
+        from langchain_core.documents import Document
+    except ImportError as exc:
+        raise ImportError(f"LangChain documents need langchain-core: {INSTALL_HINT}") from exc
+    return Document
+
+
 def to_documents(result: ChunkResult, *, content: Content = "embed_text") -> list[Document]:
     """The chunks of ``result`` as LangChain ``Document``s, in reading order.
 
@@ -37,10 +60,27 @@ def to_documents(result: ChunkResult, *, content: Content = "embed_text") -> lis
     Raises:
         ImportError: langchain-core is not installed (the message says what to install).
     """
-    try:
-        from langchain_core.documents import Document
-    except ImportError as exc:
-        raise ImportError(f"LangChain documents need langchain-core: {INSTALL_HINT}") from exc
-    return [Document(id=chunk.chunk_id, page_content=chunk_content(chunk, content),
+    document = _document_class()
+    return [document(id=chunk.chunk_id, page_content=chunk_content(chunk, content),
                      metadata=chunk_metadata(result, index))
             for index, chunk in enumerate(result.chunks)]
+
+
+def to_parent_documents(result: ChunkResult) -> list[Document]:
+    """The parents of ``result``'s chunks as LangChain ``Document``s, in the order of
+    ``result.parents``: ``id`` is the id the chunks' ``metadata["parent_id"]`` names,
+    ``page_content`` the texts of the chunks in its scope joined
+    (:func:`adapters.small_to_big.parent_text`), ``metadata``
+    :func:`adapters.metadata.parent_metadata`.
+
+    Raises:
+        ImportError: langchain-core is not installed (the message says what to install).
+    """
+    document = _document_class()
+    scopes = scope_chunks(result)
+    documents = []
+    for parent in result.parents:
+        metadata = parent_metadata(result, parent)
+        text = PARENT_SEPARATOR.join(chunk.text for chunk in scopes[parent.id])
+        documents.append(document(id=metadata["parent_id"], page_content=text, metadata=metadata))
+    return documents

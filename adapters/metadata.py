@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from schemas import Chunk, ChunkResult
+from adapters.small_to_big import parent_key
+from schemas import Chunk, ChunkParent, ChunkResult
 
-__all__ = ["Content", "chunk_content", "chunk_metadata"]
+__all__ = ["Content", "chunk_content", "chunk_metadata", "parent_metadata"]
 
 Content = Literal["embed_text", "text"]
 
@@ -15,7 +16,9 @@ def chunk_metadata(result: ChunkResult, index: int) -> dict[str, Any]:
     """What a framework keeps beside a chunk's text: ids, place, type, pages, section, quality.
 
     ``previous_chunk_id`` / ``next_chunk_id`` link the chunks in reading order (None at the
-    ends). Values are strings, numbers, lists of them or None.
+    ends); ``parent_id`` names the chunk's parent as the adapters' parent documents and nodes
+    are named (:func:`adapters.small_to_big.parent_key`; None for a result stored before
+    parents existed). Values are strings, numbers, lists of them or None.
     """
     chunks = result.chunks
     chunk = chunks[index]
@@ -30,6 +33,23 @@ def chunk_metadata(result: ChunkResult, index: int) -> dict[str, Any]:
         "token_count": chunk.token_count,
         "previous_chunk_id": chunks[index - 1].chunk_id if index else None,
         "next_chunk_id": chunks[index + 1].chunk_id if index + 1 < len(chunks) else None,
+        "parent_id": None if chunk.parent_id is None else parent_key(result, chunk.parent_id),
+    }
+
+
+def parent_metadata(result: ChunkResult, parent: ChunkParent) -> dict[str, Any]:
+    """What a framework keeps beside a parent's text (its id named by
+    :func:`adapters.small_to_big.parent_key`, as its children's ``parent_id``)."""
+    return {
+        "parent_id": parent_key(result, parent.id),
+        "document_id": result.document_id,
+        "parent_kind": parent.kind,
+        "title": parent.title,
+        "enclosing_parent_id": None if parent.parent_id is None else parent_key(result, parent.parent_id),
+        "page_numbers": list(parent.page_numbers),
+        "chunk_ids": list(parent.chunk_ids),
+        "first_block_id": parent.first_block_id,
+        "last_block_id": parent.last_block_id,
     }
 
 

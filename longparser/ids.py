@@ -1,4 +1,4 @@
-"""Stage 9: deterministic chunk ids that survive edits elsewhere in the document.
+"""Stage 10: deterministic chunk ids that survive edits elsewhere in the document.
 
 A chunk's id is a hash of what the chunk itself holds, never of its position:
 

@@ -4,7 +4,7 @@
 implement it (the first one's docstring opens with the stage's number, and no module names
 another's); :data:`SHARED` names the pieces every stage uses. docs/chunking.md renders the
 list, and a test holds both to the engine's layout: ``validate -> prepare -> sections ->
-semantic boundaries -> drafts -> merge -> fit -> overlap -> finalize``.
+semantic boundaries -> drafts -> merge -> fit -> overlap -> parents -> finalize``.
 
 Decisions:
 
@@ -23,7 +23,7 @@ Decisions:
   packing works on per-block counts (their sums may differ from the joined text's count).
 * ``timings_ms``: ``validate`` is the validation of dict blocks (done while prepare reads
   them), ``prepare`` the rest of that pass (exclusions, equation re-tagging, token counts,
-  table grids), ``structure`` sections, tables, lists, packing, merging and overlap,
+  table grids), ``structure`` sections, tables, lists, packing, merging, overlap and parents,
   ``quality`` scores, ids and final token counts, ``total`` the whole call.
 """
 
@@ -47,6 +47,7 @@ from longparser.lists import list_drafts
 from longparser.merging import lead_headings, merge_small
 from longparser.overlap import apply_overlap
 from longparser.packing import pack_prose
+from longparser.parents import ParentTree, parent_tree
 from longparser.prepare import prepare
 from longparser.preset import expanded, resolve
 from longparser.quality import ChunkScorer
@@ -59,6 +60,7 @@ from schemas import (
     Block,
     Chunk,
     ChunkingConfig,
+    ChunkParent,
     ChunkRequest,
     ChunkResult,
     ChunkStats,
@@ -96,6 +98,8 @@ STAGES: tuple[Stage, ...] = (
           "order (first source block)"),
     Stage("fit", ("fit",), "strict mode: every chunk's final text cut to `max_tokens`"),
     Stage("overlap", ("overlap",), "the end of the previous draft repeated as context"),
+    Stage("parents", ("parents",),
+          "each chunk's parent: its innermost heading's scope, its whole table, or the document"),
     Stage("finalize", ("ids", "quality", "breadcrumbs", "boxes"),
           "ids, final token counts, quality scores, `embed_text` and boxes; each chunk built once"),
 )
@@ -186,13 +190,15 @@ def build_drafts(
 
 
 def finalize(drafts: list[Draft], document_id: str | None, resources: Resources,
-             budget: Budget) -> list[Chunk]:
-    """Ids, final token counts, quality scores (of the final text) and the breadcrumb to embed."""
+             budget: Budget, tree: ParentTree) -> tuple[list[Chunk], list[ChunkParent]]:
+    """Ids, final token counts, quality scores (of the final text), the breadcrumb to embed and
+    the parents (``tree``'s, named once the chunk ids are known)."""
     score = ChunkScorer(resources.word_list, resources.language_id).score
     counter = budget.counter
     chunks = []
     pieces = block_parts(drafts) if budget.strict else None
     idents = chunk_ids(document_id, [(chunk_type(draft), draft.primary_texts()) for draft in drafts])
+    parent_ids, parents = tree.resolve(document_id, idents)
     crumbs = [breadcrumb(draft) for draft in drafts] if budget.with_breadcrumb else None
     whole = _section_titles_whole(drafts, crumbs, budget)
     for index, draft in enumerate(drafts):
@@ -206,8 +212,8 @@ def finalize(drafts: list[Draft], document_id: str | None, resources: Resources,
             to_embed = embed_text(draft, text, crumbs[index] if whole else short_path(crumbs[index]))
         tokens = draft.tokens(counter)
         chunks.append(to_chunk(draft, idents[index], text, tokens, quality, components, sources, to_embed,
-                               path))
-    return chunks
+                               path, parent_ids[index]))
+    return chunks, parents
 
 
 def request_warnings(config: ChunkingConfig) -> list[str]:
@@ -292,8 +298,9 @@ def chunk_blocks(
     _within_chunk_cap(len(drafts), budget.repeats.input_chars)
     if semantic.available:  # the boundaries between the chunks as emitted
         semantic = semantic.model_copy(update={"boundaries": sum(draft.after_boundary for draft in drafts)})
+    tree = parent_tree(sections, drafts)
     t5 = time.perf_counter()
-    chunks = finalize(drafts, document_id, res, budget)
+    chunks, parents = finalize(drafts, document_id, res, budget, tree)
     t6 = time.perf_counter()
     timings = {
         "validate": round(intake.seconds * 1000.0, 3),
@@ -316,7 +323,7 @@ def chunk_blocks(
         warnings=[*warnings, *context_warnings(cfg, chunks)],
         config=expanded(requested.fit, cfg),
     )
-    return ChunkResult(document_id=document_id, chunks=chunks, stats=stats)
+    return ChunkResult(document_id=document_id, chunks=chunks, parents=parents, stats=stats)
 
 
 def chunk_request(request: ChunkRequest, resources: Resources | None = None) -> ChunkResult:

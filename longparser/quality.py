@@ -1,4 +1,4 @@
-"""Stage 9: per-chunk quality score, how much to trust a chunk's text, with the reasons.
+"""Stage 10: per-chunk quality score, how much to trust a chunk's text, with the reasons.
 
 ``score = clamp(confidence - min(noise + coverage + language penalties, 0.8) + bonus, 0, 1)``:
 

@@ -22,7 +22,17 @@ For each row (a chunker or one of our configs) and each document of the split:
    recall at 512 and 1,024 tokens of embedded text (counted by the pinned tokenizer, special
    tokens excluded; the last chunk cut at the budget), answers cut mid-fact, by question kind;
    and per row the chunks, the tokens embedded in total and the chunks over the model's window.
-   *Best per question* is the best rank any row got (an upper bound of what chunking can do).
+   *Best per question* is the best rank any row got (an upper bound of what chunking can do),
+   small-to-big rows aside.
+5. **Small-to-big rows** rank the recommended config's chunks as above, then return units
+   other than the chunks (:data:`SMALL_TO_BIG_ROWS`): each hit's parent
+   (:func:`adapters.small_to_big.small_to_big`: section, whole table or document, in rank
+   order, no text twice; parents over a cap give the chunk itself), or, indexing both
+   granularities, the chunks and the section parents of up to :data:`BOTH_PARENT_TOKENS`
+   tokens ranked together (a unit whose chunks were all returned already is skipped). A
+   parent's text is its chunks' texts joined (a retriever's job: the result holds none). Their
+   rank, MRR and recall are over the returned units, whose size the row reports
+   (``mean_returned_tokens``: larger units rank higher more easily; judge them by recall).
 
 Writes ``OUT_PREFIX.json`` (everything, per question too) and ``OUT_PREFIX.md`` (the tables),
 and prints the tables. Exit status: 0 done; 2 bad arguments or set files; 3 the model cannot be
@@ -80,6 +90,14 @@ ABLATIONS: dict[str, dict[str, Any]] = {
 }
 # Settings the engine may gain; a row stays "n/a" until the installed ChunkingConfig knows its key.
 PENDING_ABLATIONS: dict[str, dict[str, Any]] = {}
+# Small-to-big rows: name -> the largest parent returned (tokens of the pinned tokenizer; None: any).
+SMALL_TO_BIG_ROWS: dict[str, int | None] = {
+    "ours: fit, small-to-big": None,
+    "ours: fit, small-to-big (parents up to 1,024 tokens, else the chunk)": 1024,
+    "ours: fit, small-to-big (parents up to 512 tokens, else the chunk)": 512,
+}
+BOTH_ROW = "ours: fit + section parents up to 1,024 tokens, indexed together"
+BOTH_PARENT_TOKENS = 1024
 # "module:function" names of a Markdown reader (markdown text -> block dicts), tried in order.
 MARKDOWN_READERS = ("loaders.markdown:blocks_from_markdown",)
 
@@ -91,6 +109,10 @@ class Chunked:
     embed: str
 
 
+# What a row returns for a ranking of its embedded texts (indices, best first): the texts, best first.
+Expand = Callable[[Sequence[int]], list[str]]
+
+
 @dataclass
 class Row:
     name: str
@@ -99,6 +121,9 @@ class Row:
     chunks: dict[str, list[Chunked]] = field(default_factory=dict)  # document id -> chunks
     unavailable: str | None = None
     seconds: float = 0.0
+    # document id -> what is returned for a ranking (small-to-big rows); absent: the chunks ranked
+    expand: dict[str, Expand] = field(default_factory=dict)
+    returned_tokens: list[int] = field(default_factory=list)  # sizes of the first 10 units returned
 
 
 class BenchError(Exception):
@@ -137,10 +162,84 @@ def config_or_reason(fields: Mapping[str, Any] | None) -> tuple[ChunkingConfig |
 
 def chunk_with_engine(blocks: Sequence[dict[str, Any]], config: ChunkingConfig, resources: Any,
                       document_id: str) -> list[Chunked]:
+    return _embedded(engine_result(blocks, config, resources, document_id))
+
+
+def engine_result(blocks: Sequence[dict[str, Any]], config: ChunkingConfig, resources: Any,
+                  document_id: str) -> Any:
     from longparser import chunk_blocks
 
-    result = chunk_blocks(blocks, config, resources, document_id=document_id)
+    return chunk_blocks(blocks, config, resources, document_id=document_id)
+
+
+def small_to_big_rows(results: Mapping[str, Any], tokens: ModelTokens) -> list[Row]:
+    """The small-to-big rows over the recommended config's results (document id -> ChunkResult)."""
+    rows = []
+    for name, cap in SMALL_TO_BIG_ROWS.items():
+        row = Row(name, f"{RECOMMENDED_ROW}'s chunks ranked, their parents returned"
+                  + ("" if cap is None else f" (over {cap} tokens: the chunk)"), "blocks")
+        for doc_id, result in results.items():
+            row.chunks[doc_id] = _embedded(result)
+            row.expand[doc_id] = _parents_of_ranked(result, cap, tokens)
+        rows.append(row)
+    both = Row(BOTH_ROW, f"{RECOMMENDED_ROW}'s chunks and the section parents of up to "
+               f"{BOTH_PARENT_TOKENS} tokens, embedded and ranked together", "blocks")
+    for doc_id, result in results.items():
+        units = _both_granularities(result, tokens)
+        both.chunks[doc_id] = [Chunked(embed) for embed, _, _ in units]
+        both.expand[doc_id] = _first_news(units)
+    rows.append(both)
+    return rows
+
+
+def _embedded(result: Any) -> list[Chunked]:
     return [Chunked(c.embed_text if c.embed_text is not None else c.text) for c in result.chunks]
+
+
+def _parents_of_ranked(result: Any, cap: int | None, tokens: ModelTokens) -> Expand:
+    from adapters.small_to_big import small_to_big
+
+    ids = [c.chunk_id for c in result.chunks]
+
+    def expand(order: Sequence[int]) -> list[str]:
+        units = small_to_big(result, [ids[i] for i in order], max_parent_tokens=cap, count=tokens.count)
+        return [unit.text for unit in units]
+
+    return expand
+
+
+def _both_granularities(result: Any, tokens: ModelTokens) -> list[tuple[str, str, frozenset[str]]]:
+    """(embedded text, returned text, chunk ids) of each chunk, then of each section parent whose
+    text is at most :data:`BOTH_PARENT_TOKENS` tokens (and more than its one chunk)."""
+    from adapters.small_to_big import PARENT_SEPARATOR, scope_chunks
+
+    units = [(c.embed, c.embed, frozenset({chunk.chunk_id}))
+             for c, chunk in zip(_embedded(result), result.chunks, strict=True)]
+    scopes = scope_chunks(result)
+    for parent in result.parents:
+        members = scopes[parent.id]
+        text = PARENT_SEPARATOR.join(chunk.text for chunk in members)
+        if parent.kind == "section" and len(members) > 1 and tokens.count(text) <= BOTH_PARENT_TOKENS:
+            units.append((text, text, frozenset(chunk.chunk_id for chunk in members)))
+    return units
+
+
+def _first_news(units: Sequence[tuple[str, str, frozenset[str]]]) -> Expand:
+    """Returned texts for a ranking of ``units``: best first, skipping a unit whose chunks were all
+    returned already (a chunk of a section returned before it)."""
+
+    def expand(order: Sequence[int]) -> list[str]:
+        returned: set[str] = set()
+        texts = []
+        for index in order:
+            _, text, chunk_ids = units[index]
+            if chunk_ids <= returned:
+                continue
+            returned |= chunk_ids
+            texts.append(text)
+        return texts
+
+    return expand
 
 
 def markdown_reader() -> Callable[[str], list[dict[str, Any]]] | None:
@@ -210,6 +309,10 @@ def build_rows(documents: Sequence[SetDocument], anchors: dict[str, Any] | None,
             row.chunks = {d.id: chunk_with_engine(blocks[d.id], config, resources, d.id) for d in documents}
             row.seconds = time.perf_counter() - start
         rows.append(row)
+    recommended = ChunkingConfig(**RECOMMENDED_CONFIG)
+    resources = Resources(model_counter=counter)
+    rows += small_to_big_rows({d.id: engine_result(blocks[d.id], recommended, resources, d.id)
+                               for d in documents}, tokens)
     reader = markdown_reader()
     row = Row("ours on the Markdown export: recommended", "Markdown -> blocks -> recommended config",
               "markdown")
@@ -269,10 +372,15 @@ def score_rows(rows: Sequence[Row], documents: Sequence[SetDocument], markdown: 
             texts = [c.embed for c in row.chunks[doc.id]]
             source = sources[doc.id] if row.source == "blocks" else markdown[doc.id]
             matrix = np.stack([vectors[t] for t in texts]) if texts else np.zeros((0, 1))
+            expand = row.expand.get(doc.id)
             for q in doc.questions:
                 order = np.argsort(-(matrix @ vectors[q.question]), kind="stable").tolist() if texts else []
+                returned = texts if expand is None else expand(order)
+                if expand is not None:
+                    order = list(range(len(returned)))
+                    row.returned_tokens += [tokens.count(t) for t in returned[:10]]
                 scores[row.name].append(score_question(
-                    order, texts, q.answer, CONTEXT_BUDGETS, tokens.count, tokens.cut,
+                    order, returned, q.answer, CONTEXT_BUDGETS, tokens.count, tokens.cut,
                     in_source=occurrences(source, q.answer) > 0))
     return scores
 
@@ -307,6 +415,7 @@ def report(rows: Sequence[Row], documents: Sequence[SetDocument], scores: Mappin
             "mean_tokens": sum(counts) / len(counts) if counts else 0.0,
             "over_window": sum(c + 2 > MODEL_WINDOW for c in counts),
             "chunking_seconds": round(row.seconds, 3),
+            "mean_returned_tokens": _mean(row.returned_tokens or counts),
             **summarise(scores[row.name], CONTEXT_BUDGETS),
             "by_kind": _by_kind(scores[row.name], kinds),
             "per_question": [
@@ -316,7 +425,8 @@ def report(rows: Sequence[Row], documents: Sequence[SetDocument], scores: Mappin
             ],
         })
         result_rows.append(entry)
-    best = best_per_question(scores)
+    # the best chunking per question: units larger than chunks (small-to-big) are not chunkings
+    best = best_per_question({r.name: scores[r.name] for r in rows if r.name in scores and not r.expand})
     return {
         "documents": [d.id for d in documents],
         "questions": len(kinds),
@@ -326,6 +436,10 @@ def report(rows: Sequence[Row], documents: Sequence[SetDocument], scores: Mappin
         "rows": result_rows,
         "best_per_question": {**summarise(best, CONTEXT_BUDGETS), "by_kind": _by_kind(best, kinds)},
     }
+
+
+def _mean(values: Sequence[int]) -> float:
+    return sum(values) / len(values) if values else 0.0
 
 
 def _by_kind(scores: Sequence[QuestionScore], kinds: Sequence[str]) -> dict[str, Any]:
@@ -344,22 +458,22 @@ def markdown_tables(result: dict[str, Any]) -> str:
         "tokens of the pinned tokenizer; recall at 512 / 1,024 tokens of embedded text.",
         "",
         "| row | chunks | tokens embedded | x hybrid | hit@1 | hit@5 | MRR@10 | recall@512 | recall@1024 "
-        "| cut mid-fact | over window |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| cut mid-fact | over window | unit returned (mean tokens) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
         if "unavailable" in r:
-            lines.append(f"| {r['name']} | {r['unavailable']} |  |  |  |  |  |  |  |  |  |")
+            lines.append(f"| {r['name']} | {r['unavailable']} |  |  |  |  |  |  |  |  |  |  |")
             continue
         ratio = f"{r['tokens_embedded'] / hybrid['tokens_embedded']:.2f}" if hybrid else ""
         lines.append(
             f"| {r['name']} | {r['chunks']} | {r['tokens_embedded']:,} | {ratio} | {r['hit@1']:.3f} | "
             f"{r['hit@5']:.3f} | {r['mrr@10']:.3f} | {r['recall@512']:.3f} | {r['recall@1024']:.3f} | "
-            f"{r['cut_mid_fact']} | {r['over_window']} |")
+            f"{r['cut_mid_fact']} | {r['over_window']} | {r['mean_returned_tokens']:.0f} |")
     b = result["best_per_question"]
     lines.append(f"| *best row per question* |  |  |  | {b['hit@1']:.3f} | {b['hit@5']:.3f} "
                  f"| {b['mrr@10']:.3f} "
-                 f"| {b['recall@512']:.3f} | {b['recall@1024']:.3f} | {b['cut_mid_fact']} |  |")
+                 f"| {b['recall@512']:.3f} | {b['recall@1024']:.3f} | {b['cut_mid_fact']} |  |  |")
     kinds = [k for k in QUESTION_KINDS if result["questions_by_kind"].get(k)]
     lines += ["", "By question kind: recall@1024 as questions recalled / questions, and MRR@10.", "",
               "| row | " + " | ".join(f"{k} ({result['questions_by_kind'][k]})" for k in kinds) + " |",

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 from pytest_socket import SocketBlockedError
 
-from adapters.langchain import to_documents
+from adapters import chunk_markdown
+from adapters.langchain import to_documents, to_parent_documents
+from adapters.small_to_big import parent_key, parent_text
 from schemas import ChunkResult
 
 pytestmark = pytest.mark.framework_adapters
@@ -35,6 +37,7 @@ def test_documents_carry_the_chunks_and_their_metadata(result: ChunkResult):
             "quality_score": chunk.quality_score, "token_count": chunk.token_count,
             "previous_chunk_id": result.chunks[index - 1].chunk_id if index else None,
             "next_chunk_id": result.chunks[index + 1].chunk_id if index + 1 < len(result.chunks) else None,
+            "parent_id": parent_key(result, chunk.parent_id),
         }
     assert {d.metadata["chunk_type"] for d in documents} >= {"section", "table", "table_schema"}
     assert [d.page_content for d in to_documents(result, content="text")] == [c.text for c in result.chunks]
@@ -63,3 +66,34 @@ def test_round_trip_through_the_in_memory_vector_store(result: ChunkResult):
         if following is not None:
             assert by_id[following].metadata["previous_chunk_id"] == document.id
             assert by_id[following].metadata["chunk_index"] == document.metadata["chunk_index"] + 1
+
+
+def test_parent_document_pattern_search_chunks_return_their_parents(result: ChunkResult):
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_core.stores import InMemoryStore
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    parents = to_parent_documents(result)
+    assert [p.id for p in parents] == ["docling-ocr:doc", *(p.id for p in result.parents[1:])]
+    for document, parent in zip(parents, result.parents, strict=True):
+        assert document.page_content == parent_text(result, parent)
+        assert document.metadata["parent_kind"] == parent.kind and document.metadata["title"] == parent.title
+        assert document.metadata["chunk_ids"] == parent.chunk_ids
+    assert {p.metadata["parent_kind"] for p in parents} == {"document", "section", "table"}
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=64))
+    store.add_documents(to_documents(result, content="text"))
+    docstore = InMemoryStore()
+    docstore.mset([(p.id, p) for p in parents])
+    table_chunk = next(c for c in result.chunks if c.chunk_type == "table")
+    [found] = store.similarity_search(table_chunk.text, k=1)
+    [parent] = docstore.mget([found.metadata["parent_id"]])
+    assert parent.metadata["parent_kind"] == "table" and table_chunk.text in parent.page_content
+
+
+
+def test_a_chunk_under_no_heading_names_the_documents_parent_by_document_id():
+    preamble = chunk_markdown("A preamble paragraph.\n\n# Body\n\nThe body paragraph.", {"min_tokens": 0},
+                              document_id="notes")
+    first = to_documents(preamble)[0]
+    assert preamble.chunks[0].parent_id == "doc" and first.metadata["parent_id"] == "notes:doc"
+    assert to_parent_documents(preamble)[0].id == "notes:doc"

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from pytest_socket import SocketBlockedError
 
-from adapters.llamaindex import to_nodes
+from adapters.llamaindex import to_nodes, to_parent_nodes
+from adapters.small_to_big import parent_key, parent_text
 from schemas import ChunkResult
 
 pytestmark = pytest.mark.framework_adapters
@@ -70,3 +71,44 @@ def test_vector_store_index_round_trip_and_links_resolve(result: ChunkResult):
     links = (middle.node.prev_node, middle.node.next_node)
     expected = {middle.node.node_id} | {link.node_id for link in links if link is not None}
     assert {hit.node.node_id for hit in expanded} == expected
+
+
+def test_chunks_and_parents_are_linked_parent_and_child(result: ChunkResult):
+    from llama_index.core.schema import NodeRelationship
+
+    nodes, parents = to_nodes(result), to_parent_nodes(result)
+    by_id = {n.node_id: n for n in [*nodes, *parents]}
+    assert len(by_id) == len(nodes) + len(parents)
+    for node, chunk in zip(nodes, result.chunks, strict=True):
+        parent = by_id[node.parent_node.node_id]
+        assert node.parent_node.node_id == parent_key(result, chunk.parent_id) == node.metadata["parent_id"]
+        assert node.node_id in [child.node_id for child in parent.child_nodes]
+    for node, parent in zip(parents, result.parents, strict=True):
+        assert node.text == parent_text(result, parent)
+        assert node.metadata["parent_kind"] == parent.kind
+        for child in node.child_nodes or []:
+            assert by_id[child.node_id].parent_node.node_id == node.node_id
+        if parent.parent_id is None:
+            assert NodeRelationship.PARENT not in node.relationships
+    assert parents[0].node_id == "docling-ocr:doc"
+
+
+def test_auto_merging_retriever_merges_chunks_up_into_their_parent(result: ChunkResult):
+    from llama_index.core import StorageContext, VectorStoreIndex
+    from llama_index.core.embeddings import MockEmbedding
+    from llama_index.core.retrievers import AutoMergingRetriever
+
+    nodes, parents = to_nodes(result, content="text"), to_parent_nodes(result)
+    storage = StorageContext.from_defaults()
+    storage.docstore.add_documents([*nodes, *parents])
+    index = VectorStoreIndex(nodes, storage_context=storage, embed_model=MockEmbedding(embed_dim=8))
+    # MockEmbedding gives every text the same vector: every chunk is retrieved, so every parent
+    # whose children are all retrieved replaces them
+    retriever = AutoMergingRetriever(index.as_retriever(similarity_top_k=len(nodes)), storage,
+                                     simple_ratio_thresh=0.5)
+    merged = retriever.retrieve("Which OCR engines are supported?")
+    kept = {hit.node.node_id for hit in merged}
+    parent_ids = {p.node_id for p in parents}
+    assert kept & parent_ids, "no chunk was merged into its parent"
+    texts = "\n\n".join(hit.node.text for hit in merged)
+    assert all(chunk.text in texts for chunk in result.chunks)  # nothing lost by merging

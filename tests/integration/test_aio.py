@@ -98,6 +98,8 @@ def test_200_concurrent_submits_from_one_loop_all_stored(lp_settings: Settings,
     handles, results, lags, took = asyncio.run(main())
     assert [h.document_id for h in handles] == ids
     assert [r.document_id for r in results] == ids
+    # the asyncio client reads each chunk's parent as the blocking one does
+    assert all(r.parents and {c.parent_id for c in r.chunks} <= {p.id for p in r.parents} for r in results)
     assert all(r.chunks for r in results)
     lags.sort()
     with capsys.disabled():

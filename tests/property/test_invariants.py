@@ -22,6 +22,9 @@ without resources):
 * a chunk's boxes (docs/chunking.md, "Provenance") are its primary blocks' boxes merged per page
   and origin: every such block's box lies inside its page's box, every edge of a box is an
   edge of one of them, and a chunk none of whose primary blocks has a box has none;
+* parents (docs/chunking.md, "Parents"): every chunk's ``parent_id`` names a parent that lists
+  it, every chunk is listed once, table chunks' parents are tables, and every parent chains up
+  to the document;
 * the same input twice gives byte-identical result JSON (timings aside), and Block models
   give the same result as their dicts;
 * the caller's blocks are unchanged.
@@ -335,6 +338,35 @@ def check_headings_lead(
         assert all(title in chunk.section_path for title in titles)
 
 
+def check_parents(blocks: list[dict[str, Any]], result: ChunkResult) -> None:
+    """Every chunk's parent_id names a parent that lists it, every chunk is listed once, parent
+    ids are unique and every parent chains up to the document (``doc``); a table's chunks have
+    the table as parent, other chunks a section or the document; a parent spans kept blocks in
+    reading order."""
+    if not result.chunks:
+        assert result.parents == []
+        return
+    parents = {p.id: p for p in result.parents}
+    assert len(parents) == len(result.parents), "parent ids repeat"
+    listed = [cid for p in result.parents for cid in p.chunk_ids]
+    assert sorted(listed) == sorted(c.chunk_id for c in result.chunks), "a chunk not listed once"
+    for chunk in result.chunks:
+        parent = parents[chunk.parent_id]
+        assert chunk.chunk_id in parent.chunk_ids
+        table = chunk.chunk_type in ("table", "table_schema")
+        assert (parent.kind == "table") == table, f"{chunk.chunk_type} chunk under a {parent.kind}"
+    assert result.parents[0].id == "doc" and result.parents[0].parent_id is None
+    position = {b["block_id"]: i for i, b in enumerate(blocks)}
+    for parent in result.parents:
+        assert position[parent.first_block_id] <= position[parent.last_block_id]
+        chain, current = set(), parent
+        while current.parent_id is not None:
+            assert current.id not in chain, "a cycle among parents"
+            chain.add(current.id)
+            current = parents[current.parent_id]
+        assert current.id == "doc"
+
+
 @PROPERTY_SETTINGS
 @given(blocks=block_streams(), config=configs(), resources=st.sampled_from(sorted(RESOURCES)))
 def test_valid_requests_keep_every_invariant(
@@ -353,6 +385,7 @@ def test_valid_requests_keep_every_invariant(
     check_list_and_table_pieces(blocks, config, result)
     check_headings_lead(blocks, kept, config, result)
     check_boxes(blocks, result)
+    check_parents(blocks, result)
     again = chunk_blocks(blocks, config, RESOURCES[resources], document_id="prop-doc")
     assert without_timings(again) == without_timings(result), "same input gave a different result"
 

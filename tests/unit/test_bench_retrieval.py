@@ -138,10 +138,51 @@ def test_one_document_end_to_end_with_a_stub_encoder(tokens):
     assert ours["tokens_embedded"] == sum(tokens.count(c.embed) for c in rows[0].chunks[SMALL_DEV])
     assert len(ours["per_question"]) == n
     assert result["best_per_question"]["hit@1"] == 1.0
+    for name in [*bench.SMALL_TO_BIG_ROWS, bench.BOTH_ROW]:
+        row = by_name[name]
+        assert row["questions"] == n and row["recall@512"] <= row["recall@1024"]
+    # parents are larger than the chunks they come from; both granularities embed more
+    assert by_name["ours: fit, small-to-big"]["mean_returned_tokens"] > ours["mean_returned_tokens"]
+    assert by_name[bench.BOTH_ROW]["chunks"] > ours["chunks"]
     tables = bench.markdown_tables(result)
     for row in result["rows"]:
         assert tables.count(f"| {row['name']} |") == (1 if "unavailable" in row else 2)
     assert "| anchor: missing | n/a: not installed |" in tables
+
+
+def _sectioned_result():
+    from adapters import chunk_markdown
+
+    markdown = ("# Alpha\n\nalpha one. " + "alpha " * 150 + "\n\nalpha two. " + "beta " * 150
+                + "\n\n# Gamma\n\ngamma one.")
+    return chunk_markdown(markdown, RECOMMENDED_CONFIG, bench_resources(), document_id="d")
+
+
+def bench_resources():
+    from longparser import Resources
+
+    return Resources(model_counter=load_model_counter())
+
+
+def test_small_to_big_returns_each_hits_parent_once_in_rank_order(tokens):
+    result = _sectioned_result()
+    assert len(result.chunks) == 3
+    expand = bench._parents_of_ranked(result, None, tokens)
+    alpha = "\n\n".join(c.text for c in result.chunks[:2])
+    assert expand([2, 0, 1]) == [result.chunks[2].text, alpha]
+    capped = bench._parents_of_ranked(result, tokens.count(alpha) - 1, tokens)
+    assert capped([1, 2]) == [result.chunks[1].text, result.chunks[2].text]  # Alpha over the cap
+
+
+def test_both_granularities_index_the_chunks_and_their_small_sections(tokens):
+    result = _sectioned_result()
+    units = bench._both_granularities(result, tokens)
+    embedded = [c.embed_text or c.text for c in result.chunks]
+    assert [u[0] for u in units[:3]] == embedded
+    alpha = "\n\n".join(c.text for c in result.chunks[:2])
+    assert units[3:] == [(alpha, alpha, frozenset(c.chunk_id for c in result.chunks[:2]))]  # Gamma: one chunk
+    expand = bench._first_news(units)
+    assert expand([0, 3, 1, 2]) == [embedded[0], alpha, embedded[2]]  # chunk 1 came with Alpha
 
 
 def test_the_questions_are_the_frozen_file():

@@ -99,6 +99,10 @@ def test_submit_then_get_result_end_to_end(running_producer: Producer) -> None: 
     result = running_producer.get_result(handle, timeout=5)
     assert isinstance(result, ChunkResult)
     assert [chunk.block_ids for chunk in result.chunks] == [["h1", "p1"], ["p2"]]
+    # parents travel through the stored record: each chunk's parent lists it
+    parents = {parent.id: parent for parent in result.parents}
+    assert [parents[c.parent_id].kind for c in result.chunks] == ["section", "section"]
+    assert all(c.chunk_id in parents[c.parent_id].chunk_ids for c in result.chunks)
     assert running_producer.status("doc-1") == {
         "document_id": "doc-1", "task_id": handle.task_id, "queue": "chunking", "state": "SUCCESS",
         "progress": None, "error": None}

@@ -14,7 +14,14 @@ from longparser_client.schemas.blocks import (
     Table,
     TableCell,
 )
-from longparser_client.schemas.chunks import Chunk, ChunkResult, ChunkStats, ChunkType, SemanticStats
+from longparser_client.schemas.chunks import (
+    Chunk,
+    ChunkParent,
+    ChunkResult,
+    ChunkStats,
+    ChunkType,
+    SemanticStats,
+)
 from longparser_client.schemas.config import ChunkingConfig
 from longparser_client.schemas.inputs import (
     InputError,
@@ -32,6 +39,7 @@ __all__ = [
     "Block",
     "BlockType",
     "Chunk",
+    "ChunkParent",
     "ChunkRequest",
     "ChunkResult",
     "ChunkStats",

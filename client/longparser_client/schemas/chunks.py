@@ -17,6 +17,8 @@ from typing_extensions import TypedDict
 from longparser_client.schemas.blocks import CoordOrigin
 
 ChunkType = Literal["section", "table", "table_schema", "list", "equation"]
+ParentKind = Literal["section", "table", "document"]
+DOCUMENT_PARENT_ID = "doc"
 
 _OUTPUT = ConfigDict(extra="forbid")
 
@@ -61,6 +63,9 @@ class Chunk(BaseModel):
     section_path: list[str] = Field(default_factory=list)
     page_numbers: list[int] = Field(default_factory=list)
     block_ids: list[str] = Field(default_factory=list)
+    # the id of the ChunkParent (in ChunkResult.parents) this chunk belongs to; None in results
+    # stored before parents existed
+    parent_id: str | None = None
     overlap_with_previous: bool = False
     equation_detected: bool = False
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -73,6 +78,35 @@ class Chunk(BaseModel):
     # copying a list and a dict per chunk into the model cost the default mode's speed (the
     # collector's full passes grow with every container a result holds).
     boxes: Annotated[list[ChunkBox], SkipValidation] = Field(default_factory=list, exclude_if=_empty)
+
+
+class ChunkParent(BaseModel):
+    """What a group of chunks belongs to, so a retriever can go from a chunk to its context
+    (small-to-big retrieval, citations, merging siblings); docs/chunking.md, "Parents".
+
+    No text is copied here: a parent's text is its chunks' texts joined, or its blocks read
+    from ``first_block_id`` to ``last_block_id``.
+
+    ``kind``: ``section`` (the innermost heading's scope: from the heading to the next heading
+    of the same or a higher level), ``table`` (a whole table: its row batches and schema chunk)
+    or ``document`` (id ``doc``: the root, and the parent of chunks under no heading).
+    ``parent_id``: the enclosing parent (a table's section, a subsection's section, ``doc`` for
+    the top ones; None for ``doc``). ``chunk_ids``: the chunks whose ``parent_id`` this is, in
+    reading order (a section's subsections list their own). ``first_block_id`` /
+    ``last_block_id`` and ``page_numbers``: the blocks and pages the parent spans (a section
+    with its subsections).
+    """
+
+    model_config = _OUTPUT
+
+    id: str
+    kind: ParentKind
+    title: str | None = None
+    parent_id: str | None = None
+    first_block_id: str | None = None
+    last_block_id: str | None = None
+    page_numbers: list[int] = Field(default_factory=list)
+    chunk_ids: list[str] = Field(default_factory=list)
 
 
 class SemanticStats(BaseModel):
@@ -132,4 +166,6 @@ class ChunkResult(BaseModel):
     schema_version: str = "1.0"
     document_id: str | None = None
     chunks: list[Chunk] = Field(default_factory=list)
+    # what the chunks belong to (ChunkParent); empty in results stored before parents existed
+    parents: list[ChunkParent] = Field(default_factory=list)
     stats: ChunkStats = Field(default_factory=ChunkStats)
