@@ -10,7 +10,10 @@ A title the text already starts with (a heading block at the very start of the c
 repeated in the breadcrumb; titles and headings are compared with their whitespace collapsed
 (a derived title is the heading's text collapsed, see :mod:`longparser.hierarchy`). A chunk
 starting with repeated text (overlap, a repeated lead-in) does not start with a heading, so its
-breadcrumb is whole.
+breadcrumb is whole. With ``breadcrumb_repeats_heading`` every breadcrumb is whole: when every
+chunk of a section carries its title, the title alone cannot tell which chunk opens the section;
+said twice (breadcrumb and heading), it weighs more in that chunk's vector, so a question naming
+the section finds its first chunk first.
 """
 
 from __future__ import annotations
@@ -22,13 +25,15 @@ BREADCRUMB_SEPARATOR = "\n"
 
 def breadcrumb(draft: Draft) -> list[str]:
     """The section titles to put before ``draft``'s text, outermost first."""
+    titles = draft.section.crumbs if draft.breadcrumb is None else draft.breadcrumb
+    if draft.section.crumbs_repeat_heading:
+        return list(titles)
     leading: set[str] = set()
     if not draft.prefix:
         for piece in draft.parts:
             if piece.rec.kind != "heading" or piece.repeated:
                 break
             leading.add(_collapsed(piece.text))
-    titles = draft.section.crumbs if draft.breadcrumb is None else draft.breadcrumb
     return [title for title in titles if _collapsed(title) not in leading]
 
 

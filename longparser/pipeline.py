@@ -284,7 +284,8 @@ def chunk_blocks(
     records, excluded, retagged = prepare(watched, cfg, counter, budget.repeats)
     section_paths = watched.apply(records)
     t2 = time.perf_counter()
-    sections = group_sections(records, cfg.table_titles, cfg.breadcrumb_titles)
+    sections = group_sections(records, cfg.table_titles, cfg.breadcrumb_titles,
+                              cfg.breadcrumb_repeats_heading)
     t3 = time.perf_counter()
     starts, semantic = _semantic(sections, cfg, res)
     t4 = time.perf_counter()

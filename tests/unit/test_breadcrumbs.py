@@ -56,3 +56,18 @@ def test_breadcrumb_titles_keeps_the_innermost_titles(make_block):
     assert one.chunks[0].embed_text == "Fleet\nThe fleet grew."
     assert two.chunks[0].embed_text == "Operations\nFleet\nThe fleet grew."
     assert one.chunks[0].section_path == path
+
+
+def test_breadcrumb_repeats_heading_keeps_the_title_on_the_chunk_that_opens_the_section(make_block):
+    plain = run_engine(_doc(make_block), max_tokens=45, min_tokens=20, heading_context=True)
+    result = run_engine(_doc(make_block), max_tokens=45, min_tokens=20, heading_context=True,
+                        breadcrumb_repeats_heading=True)
+    first, second = result.chunks[:2]
+    # the opening chunk says its titles twice: the breadcrumb, then the headings it starts with
+    assert first.text.startswith("2 Results\n\n2.1 Output\n\n")
+    assert first.embed_text == f"2 Results\n2.1 Output\n{first.text}"
+    # every other chunk is as before; the chunks' own text and ids do not change
+    assert [c.embed_text for c in result.chunks[1:]] == [c.embed_text for c in plain.chunks[1:]]
+    assert second.embed_text == f"2 Results\n2.1 Output\n{second.text}"
+    assert [(c.chunk_id, c.text) for c in result.chunks] == [(c.chunk_id, c.text) for c in plain.chunks]
+
