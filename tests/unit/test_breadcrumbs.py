@@ -71,3 +71,18 @@ def test_breadcrumb_repeats_heading_keeps_the_title_on_the_chunk_that_opens_the_
     assert second.embed_text == f"2 Results\n2.1 Output\n{second.text}"
     assert [(c.chunk_id, c.text) for c in result.chunks] == [(c.chunk_id, c.text) for c in plain.chunks]
 
+
+
+def test_a_section_of_one_chunk_says_its_title_once_even_when_headings_are_repeated(make_block):
+    blocks = [make_block("Intro", "heading", path=["Intro"]), make_block(words(10, "i"), path=["Intro"]),
+              make_block("Method", "heading", path=["Method"]),
+              *[make_block(words(30, w), path=["Method"]) for w in ("a", "b", "c")]]
+    result = run_engine(blocks, max_tokens=45, min_tokens=0, heading_context=True,
+                        breadcrumb_repeats_heading=True)
+    intro, method, *rest = result.chunks
+    assert [c.section_path for c in result.chunks] == [["Intro"]] + [["Method"]] * (1 + len(rest))
+    assert rest  # Method goes on in other chunks; Intro has one
+    # no other chunk of Intro for its first to stand out from: the title once, as the heading
+    assert intro.embed_text == intro.text and intro.text.startswith("Intro\n\n")
+    assert method.embed_text == f"Method\n{method.text}" and method.text.startswith("Method\n\n")
+    assert all(c.embed_text == f"Method\n{c.text}" for c in rest)

@@ -212,8 +212,9 @@ class ChunkingConfig(BaseModel):
     """
     breadcrumb_repeats_heading: bool = False
     """with `heading_context`: a chunk that starts with its section's heading keeps that title in its
-    breadcrumb too, so the chunk opening a section says its title twice and stands out among the
-    section's chunks, which all carry it (off: a title the text starts with is left out of the breadcrumb)
+    breadcrumb too when the section has other chunks, so the chunk opening it says its title twice and
+    stands out among the section's chunks, which all carry it (off, or a section of one chunk: a title
+    the text starts with is left out of the breadcrumb)
     """
     overlap_max_share: float | None = Field(default=None, gt=0.0, le=1.0)
     """overlap takes at most this share of `max_tokens` less `reserve_tokens` and at most a third of
