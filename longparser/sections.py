@@ -77,7 +77,7 @@ class Section:
     records: list[Rec] = field(default_factory=list)
     segments: list[Segment] = field(default_factory=list)
     crumbs: tuple[str, ...] = ()  # the titles its chunks' heading breadcrumb shows
-    crumbs_repeat_heading: bool = False  # a chunk starting with a heading keeps its title in the breadcrumb
+    crumbs_repeat_heading: bool = False  # its first chunk keeps the title in its breadcrumb (if not alone)
 
 
     def packable(self) -> list[Rec]:
