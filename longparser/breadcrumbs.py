@@ -10,26 +10,42 @@ A title the text already starts with (a heading block at the very start of the c
 repeated in the breadcrumb; titles and headings are compared with their whitespace collapsed
 (a derived title is the heading's text collapsed, see :mod:`longparser.hierarchy`). A chunk
 starting with repeated text (overlap, a repeated lead-in) does not start with a heading, so its
-breadcrumb is whole.
+breadcrumb is whole. With ``breadcrumb_repeats_heading`` the breadcrumb of a section's chunk is
+whole as long as the section has other chunks: when every chunk of a section carries its title,
+the title alone cannot tell which chunk opens the section; said twice (breadcrumb and heading),
+it weighs more in that chunk's vector, so a question naming the section finds its first chunk
+first. A section of one chunk has no other chunk to stand out from: its title is said once.
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 from longparser.build import Draft
 
 BREADCRUMB_SEPARATOR = "\n"
 
 
-def breadcrumb(draft: Draft) -> list[str]:
-    """The section titles to put before ``draft``'s text, outermost first."""
+def breadcrumb(draft: Draft, sole_chunk: bool = False) -> list[str]:
+    """The section titles to put before ``draft``'s text, outermost first (``sole_chunk``: the
+    draft is its section's only chunk). While drafts are still fitted their number is not known,
+    so the budget counts the breadcrumb of a section of several chunks: the longer one."""
+    titles = draft.section.crumbs if draft.breadcrumb is None else draft.breadcrumb
+    if draft.section.crumbs_repeat_heading and not sole_chunk:
+        return list(titles)
     leading: set[str] = set()
     if not draft.prefix:
         for piece in draft.parts:
             if piece.rec.kind != "heading" or piece.repeated:
                 break
             leading.add(_collapsed(piece.text))
-    titles = draft.section.crumbs if draft.breadcrumb is None else draft.breadcrumb
     return [title for title in titles if _collapsed(title) not in leading]
+
+
+def final_breadcrumbs(drafts: list[Draft]) -> list[list[str]]:
+    """Each final draft's :func:`breadcrumb`, knowing which drafts are their section's only chunk."""
+    chunks_of = Counter(id(draft.section) for draft in drafts)
+    return [breadcrumb(draft, sole_chunk=chunks_of[id(draft.section)] == 1) for draft in drafts]
 
 
 def _collapsed(text: str) -> str:

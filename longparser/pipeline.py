@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from longparser.breadcrumbs import breadcrumb, embed_text
+from longparser.breadcrumbs import embed_text, final_breadcrumbs
 from longparser.budget import Budget
 from longparser.build import Draft, chunk_type, to_chunk
 from longparser.errors import RequestRefused
@@ -199,7 +199,7 @@ def finalize(drafts: list[Draft], document_id: str | None, resources: Resources,
     pieces = block_parts(drafts) if budget.strict else None
     idents = chunk_ids(document_id, [(chunk_type(draft), draft.primary_texts()) for draft in drafts])
     parent_ids, parents = tree.resolve(document_id, idents)
-    crumbs = [breadcrumb(draft) for draft in drafts] if budget.with_breadcrumb else None
+    crumbs = final_breadcrumbs(drafts) if budget.with_breadcrumb else None
     whole = _section_titles_whole(drafts, crumbs, budget)
     for index, draft in enumerate(drafts):
         if pieces and pieces[index]:
@@ -290,7 +290,8 @@ def chunk_blocks(
     records, excluded, retagged = prepare(watched, cfg, counter, budget.repeats)
     section_paths = watched.apply(records)
     t2 = time.perf_counter()
-    sections = group_sections(records, cfg.table_titles, cfg.breadcrumb_titles)
+    sections = group_sections(records, cfg.table_titles, cfg.breadcrumb_titles,
+                              cfg.breadcrumb_repeats_heading)
     t3 = time.perf_counter()
     starts, semantic = _semantic(sections, cfg, res)
     t4 = time.perf_counter()

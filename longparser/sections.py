@@ -77,6 +77,7 @@ class Section:
     records: list[Rec] = field(default_factory=list)
     segments: list[Segment] = field(default_factory=list)
     crumbs: tuple[str, ...] = ()  # the titles its chunks' heading breadcrumb shows
+    crumbs_repeat_heading: bool = False  # its first chunk keeps the title in its breadcrumb (if not alone)
 
 
     def packable(self) -> list[Rec]:
@@ -84,17 +85,19 @@ class Section:
         return [rec for seg in self.segments if isinstance(seg, ProseSeg) for rec in seg.records]
 
 
-def group_sections(records: list[Rec], table_titles: bool = False,
-                   breadcrumb_titles: int | None = None) -> list[Section]:
+def group_sections(records: list[Rec], table_titles: bool = False, breadcrumb_titles: int | None = None,
+                   breadcrumb_repeats_heading: bool = False) -> list[Section]:
     """Cut records into sections of consecutive equal paths, each with its segments
     (``table_titles``: "Table N" paragraphs title their tables too; ``breadcrumb_titles``: how
-    many of the innermost titles of its path a chunk's breadcrumb shows, None: all)."""
+    many of the innermost titles of its path a chunk's breadcrumb shows, None: all;
+    ``breadcrumb_repeats_heading``: see :func:`longparser.breadcrumbs.breadcrumb`)."""
     sections: list[Section] = []
     current: Section | None = None
     for rec in records:
         if current is None or rec.path != current.path:
             crumbs = rec.path if breadcrumb_titles is None else rec.path[len(rec.path) - breadcrumb_titles :]
-            current = Section(len(sections), rec.path, crumbs=crumbs)
+            current = Section(len(sections), rec.path, crumbs=crumbs,
+                              crumbs_repeat_heading=breadcrumb_repeats_heading)
             sections.append(current)
         current.records.append(rec)
     for section in sections:

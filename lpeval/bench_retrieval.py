@@ -74,6 +74,7 @@ RECOMMENDED_ROW = "ours: recommended"
 ABLATIONS: dict[str, dict[str, Any]] = {
     "breadcrumbs off": {"heading_context": False},
     "breadcrumbs: the whole path": {"breadcrumb_titles": None},
+    "breadcrumbs leave out the heading a chunk starts with": {"breadcrumb_repeats_heading": False},
     "overlap capped (1 paragraph, 5% of max_tokens)": {"overlap_blocks": 1, "overlap_max_share": 0.05},
     "overlap uncapped (1 paragraph)": {"overlap_blocks": 1, "overlap_max_share": None},
     "sentence-level overlap (2 sentences, capped at 20%)": {

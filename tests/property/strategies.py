@@ -194,4 +194,5 @@ def configs(draw: st.DrawFn) -> dict[str, Any]:
         "use_semantic_chunking": draw(st.booleans()),
         "semantic_threshold": draw(st.floats(min_value=0.0, max_value=1.0)),
         "heading_context": draw(st.booleans()),
+        "breadcrumb_repeats_heading": draw(st.booleans()),
     }

@@ -56,3 +56,33 @@ def test_breadcrumb_titles_keeps_the_innermost_titles(make_block):
     assert one.chunks[0].embed_text == "Fleet\nThe fleet grew."
     assert two.chunks[0].embed_text == "Operations\nFleet\nThe fleet grew."
     assert one.chunks[0].section_path == path
+
+
+def test_breadcrumb_repeats_heading_keeps_the_title_on_the_chunk_that_opens_the_section(make_block):
+    plain = run_engine(_doc(make_block), max_tokens=45, min_tokens=20, heading_context=True)
+    result = run_engine(_doc(make_block), max_tokens=45, min_tokens=20, heading_context=True,
+                        breadcrumb_repeats_heading=True)
+    first, second = result.chunks[:2]
+    # the opening chunk says its titles twice: the breadcrumb, then the headings it starts with
+    assert first.text.startswith("2 Results\n\n2.1 Output\n\n")
+    assert first.embed_text == f"2 Results\n2.1 Output\n{first.text}"
+    # every other chunk is as before; the chunks' own text and ids do not change
+    assert [c.embed_text for c in result.chunks[1:]] == [c.embed_text for c in plain.chunks[1:]]
+    assert second.embed_text == f"2 Results\n2.1 Output\n{second.text}"
+    assert [(c.chunk_id, c.text) for c in result.chunks] == [(c.chunk_id, c.text) for c in plain.chunks]
+
+
+
+def test_a_section_of_one_chunk_says_its_title_once_even_when_headings_are_repeated(make_block):
+    blocks = [make_block("Intro", "heading", path=["Intro"]), make_block(words(10, "i"), path=["Intro"]),
+              make_block("Method", "heading", path=["Method"]),
+              *[make_block(words(30, w), path=["Method"]) for w in ("a", "b", "c")]]
+    result = run_engine(blocks, max_tokens=45, min_tokens=0, heading_context=True,
+                        breadcrumb_repeats_heading=True)
+    intro, method, *rest = result.chunks
+    assert [c.section_path for c in result.chunks] == [["Intro"]] + [["Method"]] * (1 + len(rest))
+    assert rest  # Method goes on in other chunks; Intro has one
+    # no other chunk of Intro for its first to stand out from: the title once, as the heading
+    assert intro.embed_text == intro.text and intro.text.startswith("Intro\n\n")
+    assert method.embed_text == f"Method\n{method.text}" and method.text.startswith("Method\n\n")
+    assert all(c.embed_text == f"Method\n{c.text}" for c in rest)

@@ -252,13 +252,15 @@ def test_semantic_method_recommended_still_works_and_is_warned() -> None:
          ["overlap_max_share 0.2 does nothing: overlap_blocks is 0",
           "overlap_unit \"sentence\" does nothing: overlap_blocks is 0"]),
         ({"breadcrumb_titles": 2}, ["breadcrumb_titles 2 does nothing: heading_context is off"]),
+        ({"breadcrumb_repeats_heading": True},
+         ["breadcrumb_repeats_heading true does nothing: heading_context is off"]),
         ({"fit": "model", "overlap_unit": "sentence"},  # the preset's overlap_blocks is 0
          ["overlap_unit \"sentence\" does nothing: overlap_blocks is 0"]),
         ({"fit": "model", "heading_context": False, "breadcrumb_titles": 2},
          ["breadcrumb_titles 2 does nothing: heading_context is off"]),
     ],
     ids=["semantic-off", "semantic-off-method", "adjacent-only", "cohesion-only", "no-overlap",
-         "no-heading-context", "preset-mode", "preset-mode-overridden"],
+         "no-heading-context", "no-heading-context-repeat", "preset-mode", "preset-mode-overridden"],
 )
 def test_a_field_that_does_nothing_in_the_mode_is_warned(fields: dict[str, Any], warnings: list[str]) -> None:
     assert config_warnings(ChunkingConfig(**fields)) == warnings

@@ -42,6 +42,15 @@ def test_fit_model_is_the_recommended_recipe_in_one_key() -> None:
     assert "config" not in recipe.model_dump()["stats"]  # echoed only for the preset
 
 
+def test_the_preset_says_the_title_twice_in_the_chunk_that_opens_its_section_within_the_window() -> None:
+    chunks = chunk_blocks(BLOCKS, {"fit": "model"}, MODEL).chunks
+    assert chunks[0].text.startswith("Results\n\n") and len(chunks) > 2
+    # every chunk's breadcrumb is its title, the opening one's included (its heading follows)
+    assert [c.embed_text for c in chunks] == [f"Results\n{c.text}" for c in chunks]
+    tokenizer = load_model_counter().tokens.tokenizer
+    assert max(len(tokenizer.encode(c.embed_text).ids) for c in chunks) <= 256
+
+
 def test_explicit_fields_win_over_the_preset() -> None:
     result = chunk_blocks(BLOCKS, {"fit": "model", "max_tokens": 128, "heading_context": False}, MODEL)
     assert result.stats.config["max_tokens"] == 128 and result.stats.config["heading_context"] is False

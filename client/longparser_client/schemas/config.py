@@ -47,6 +47,7 @@ FIT_SETTINGS: Mapping[str, Any] = MappingProxyType({
     "pack_tables": True,
     "heading_context": True,
     "breadcrumb_titles": 1,
+    "breadcrumb_repeats_heading": True,
 })
 
 
@@ -209,6 +210,12 @@ class ChunkingConfig(BaseModel):
     """with `heading_context`: the breadcrumb shows at most this many innermost titles of the section path
     (none: all)
     """
+    breadcrumb_repeats_heading: bool = False
+    """with `heading_context`: a chunk that starts with its section's heading keeps that title in its
+    breadcrumb too when the section has other chunks, so the chunk opening it says its title twice and
+    stands out among the section's chunks, which all carry it (off, or a section of one chunk: a title
+    the text starts with is left out of the breadcrumb)
+    """
     overlap_max_share: float | None = Field(default=None, gt=0.0, le=1.0)
     """overlap takes at most this share of `max_tokens` less `reserve_tokens` and at most a third of
     its chunk's own tokens (never a quarter of the chunk or more): whole paragraphs first, then a
@@ -360,7 +367,7 @@ def _idle_reason(config: ChunkingConfig, name: str) -> str | None:
         return f"it applies to semantic_method 'cohesion' only, and this request uses {method!r}"
     if name in ("overlap_unit", "overlap_max_share") and _mode(config, "overlap_blocks") == 0:
         return "overlap_blocks is 0"
-    if name == "breadcrumb_titles" and not _mode(config, "heading_context"):
+    if name in ("breadcrumb_titles", "breadcrumb_repeats_heading") and not _mode(config, "heading_context"):
         return "heading_context is off"
     return None
 
