@@ -13,13 +13,15 @@ embedded and the LLM's text (LlamaIndex would otherwise prepend it), so what is 
 exactly the chunk's text and a strict maximum still holds. Relationships: ``PREVIOUS`` and
 ``NEXT`` link the chunks in reading order, ``SOURCE`` names the document (its id), so
 LlamaIndex's node postprocessors that follow neighbours (``PrevNextNodePostprocessor``) work.
+A result made with ``embed`` sets each node's ``embedding`` (the vector of exactly that text), so
+an index built from the nodes does not embed them again.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from adapters.metadata import Content, chunk_content, chunk_metadata
+from adapters.metadata import Content, chunk_content, chunk_metadata, chunk_vectors
 from schemas import ChunkResult
 
 if TYPE_CHECKING:  # pragma: no cover - types only
@@ -35,7 +37,8 @@ def to_nodes(result: ChunkResult, *, content: Content = "embed_text") -> list[Te
 
     Args:
         result: a :class:`schemas.ChunkResult`.
-        content: ``embed_text`` (default) or ``text``, as for LangChain documents.
+        content: ``embed_text`` (default) or ``text``, as for LangChain documents. A node's
+            ``embedding`` is the vector of the embedded text: with ``text``, none is set.
 
     Raises:
         ImportError: llama-index-core is not installed (the message says what to install).
@@ -45,6 +48,8 @@ def to_nodes(result: ChunkResult, *, content: Content = "embed_text") -> list[Te
     except ImportError as exc:
         raise ImportError(f"LlamaIndex nodes need llama-index-core: {INSTALL_HINT}") from exc
     nodes = []
+    embedded = content == "embed_text" and all(chunk.embedding is not None for chunk in result.chunks)
+    vectors = chunk_vectors(result) if embedded and result.chunks else [None] * len(result.chunks)
     for index, chunk in enumerate(result.chunks):
         metadata = chunk_metadata(result, index)
         relationships = {}
@@ -60,6 +65,6 @@ def to_nodes(result: ChunkResult, *, content: Content = "embed_text") -> list[Te
         nodes.append(TextNode(
             id_=chunk.chunk_id, text=chunk_content(chunk, content), metadata=metadata,
             excluded_embed_metadata_keys=list(metadata), excluded_llm_metadata_keys=list(metadata),
-            relationships=relationships,
+            relationships=relationships, embedding=vectors[index],
         ))
     return nodes

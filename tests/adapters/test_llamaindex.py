@@ -70,3 +70,18 @@ def test_vector_store_index_round_trip_and_links_resolve(result: ChunkResult):
     links = (middle.node.prev_node, middle.node.next_node)
     expected = {middle.node.node_id} | {link.node_id for link in links if link is not None}
     assert {hit.node.node_id for hit in expanded} == expected
+
+
+def test_nodes_carry_the_vectors_of_their_text(embedded_result: ChunkResult):
+    from schemas.chunks import embedded_text
+    from tests.adapters.conftest import text_vector
+
+    nodes = to_nodes(embedded_result)
+    assert [n.embedding for n in nodes] == [text_vector(embedded_text(c)) for c in embedded_result.chunks]
+    assert all(n.get_content(metadata_mode="embed") == embedded_text(c)
+               for n, c in zip(nodes, embedded_result.chunks, strict=True))
+    assert all(n.embedding is None for n in to_nodes(embedded_result, content="text"))
+
+
+def test_nodes_without_embed_have_no_vector(result: ChunkResult):
+    assert all(n.embedding is None for n in to_nodes(result))
