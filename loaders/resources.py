@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from loaders.encoder import load_encoder
+from loaders.encoder_backends import resolve_backend
 from loaders.pinned_model import PINNED_SHA256, EncoderUnavailable
 from loaders.quality import load_language_id, load_word_list
 from loaders.tokenizer import TokenizerUnavailable, load_model_counter
@@ -106,7 +107,7 @@ class ResourceSpec:
             language_id=_need(settings.language_id, settings.explicitly_set("language_id")),
             encoder=_need(settings.semantic_enabled, True),
             model_path=settings.model_path,
-            encoder_backend=settings.encoder_backend,
+            encoder_backend=resolve_backend(settings.encoder_backend),
             threads=settings.torch_threads,
             tokenizers=dict(settings.tokenizers),
             encoders=dict(settings.encoders),

@@ -144,8 +144,9 @@ class Settings(BaseSettings):
     semantic_enabled: bool = False
     model_path: str | None = None
     torch_threads: int = Field(default=1, ge=1, le=256)
-    # loaders.encoder_backends.BACKENDS (a unit test keeps the two equal); docs/encoders.md
-    encoder_backend: Literal["torch", "onnx", "onnx-int8", "openvino"] = "torch"
+    # "auto" and loaders.encoder_backends.BACKENDS (a unit test keeps them equal); docs/encoders.md.
+    # auto: openvino where it is installed and exported, else torch (loaders.encoder_backends.resolve_backend)
+    encoder_backend: Literal["auto", "torch", "onnx", "onnx-int8", "openvino"] = "auto"
     word_list_path: str | None = "/usr/share/dict/words"
     language_id: bool = True
     max_memory_per_child_kb: int = Field(default=1_500_000, ge=50_000)
