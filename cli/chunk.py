@@ -325,7 +325,9 @@ def load_embedder(config: ChunkingConfig, resources: Resources) -> Any:
     name = embedding_encoder(config, settings.encoders)
     if name is None:
         return None
-    if name == PINNED_ENCODER and resources.encoder is not None:
+    if name == PINNED_ENCODER:
+        if resources.encoder is None:  # load_resources loads it for such a request, or refuses
+            raise RequestRefused(f"embed {name!r}: the model is not loaded")
         model_dir = Path(settings.model_path) if settings.model_path else default_model_path()
         return pinned_embedder(resources.encoder, model_dir)
     if name not in settings.encoders:
