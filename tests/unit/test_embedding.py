@@ -420,3 +420,36 @@ def test_with_a_vector_store_the_task_hands_it_the_chunks_and_the_encoder(
     assert stats.store is not None and stats.store.model_dump() == {
         "collection": "chunks", "inserted": len(result.chunks) - 1, "updated": 0, "deleted": 2,
         "unchanged": 1}
+
+
+class FakePinnedEncoder:
+    """The process's pinned encoder as the loaders return it (fixed vectors per text)."""
+
+    name = "sentence-transformers/all-MiniLM-L6-v2"
+    weights_sha256 = "cd" * 32
+    backend = "stub"
+
+    def encode(self, texts: Any) -> np.ndarray:
+        return np.stack([fake_vector(text) for text in texts])
+
+
+def test_longparser_chunk_embed_prints_floats_and_refuses_an_undeclared_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import cli.chunk as cli_chunk
+    from cli.main import main
+
+    monkeypatch.setattr(cli_chunk, "load_resources", lambda config: Resources(encoder=FakePinnedEncoder()))
+    monkeypatch.setattr(cli_chunk, "_settings", lambda: Settings(word_list_path=None, language_id=False,
+                                                                 _env_file=None))
+    path = tmp_path / "doc.json"
+    path.write_text(json.dumps(payload(heading_context=True)))
+    assert main(["chunk", str(path), "--embed"]) == 0
+    output = json.loads(capsys.readouterr().out)
+    assert [c["embedding"] for c in output["chunks"]] == [fake_vector(c["embed_text"]).tolist()
+                                                          for c in output["chunks"]]
+    assert output["stats"]["embedding"]["model"] == PINNED_ENCODER
+    assert main(["chunk", str(path), "--embed", "bge"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("longparser chunk: error: embed 'bge' is not an encoder this process holds")
+    assert err.count("\n") == 1
