@@ -22,20 +22,25 @@ chunks in its scope joined; every chunk's
     docstore.mset([(d.id, d) for d in to_parent_documents(result)])
     found = store.similarity_search(question, k=8)
     parents = docstore.mget(list(dict.fromkeys(d.metadata["parent_id"] for d in found)))
+A result with vectors (``embed``) goes to a vector store without embedding again
+(:func:`to_embeddings`): the store's ``add_embeddings`` takes its texts, vectors, metadatas and ids
+as they are (``store.add_embeddings(**to_embeddings(result).as_keywords())`` for the stores that
+take texts and vectors apart, ``text_embeddings`` for those that take pairs).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from adapters.metadata import Content, chunk_content, chunk_metadata, parent_metadata
+from adapters.metadata import Content, chunk_content, chunk_metadata, chunk_vectors, parent_metadata
 from adapters.small_to_big import PARENT_SEPARATOR, scope_chunks
 from schemas import ChunkResult
 
 if TYPE_CHECKING:  # pragma: no cover - types only
     from langchain_core.documents import Document
 
-__all__ = ["INSTALL_HINT", "to_documents", "to_parent_documents"]
+__all__ = ["INSTALL_HINT", "EmbeddedTexts", "to_documents", "to_embeddings", "to_parent_documents"]
 
 INSTALL_HINT = "pip install 'longparser-worker[langchain]'"
 
@@ -84,3 +89,37 @@ def to_parent_documents(result: ChunkResult) -> list[Document]:
         text = PARENT_SEPARATOR.join(chunk.text for chunk in scopes[parent.id])
         documents.append(document(id=metadata["parent_id"], page_content=text, metadata=metadata))
     return documents
+@dataclass(frozen=True)
+class EmbeddedTexts:
+    """A result's chunks ready for a LangChain vector store's ``add_embeddings``: the texts that
+    were embedded, their vectors (lists of floats), metadatas and ids, in reading order."""
+
+    texts: list[str]
+    embeddings: list[list[float]]
+    metadatas: list[dict[str, Any]]
+    ids: list[str]
+
+    @property
+    def text_embeddings(self) -> list[tuple[str, list[float]]]:
+        """``(text, vector)`` pairs, for stores whose ``add_embeddings`` takes them (FAISS)."""
+        return list(zip(self.texts, self.embeddings, strict=True))
+
+    def as_keywords(self) -> dict[str, Any]:
+        """``texts``, ``embeddings``, ``metadatas`` and ``ids`` as keyword arguments (PGVector)."""
+        return {"texts": self.texts, "embeddings": self.embeddings, "metadatas": self.metadatas,
+                "ids": self.ids}
+
+
+def to_embeddings(result: ChunkResult) -> EmbeddedTexts:
+    """The chunks of a result made with ``embed``, with their vectors, for ``add_embeddings``.
+
+    The texts are what was embedded (``embed_text`` when the engine made one, else the text),
+    so a store's own similarity search over them matches the vectors.
+
+    Raises:
+        ValueError: the result carries no vectors (it was made without ``embed``).
+    """
+    return EmbeddedTexts(texts=[chunk_content(chunk, "embed_text") for chunk in result.chunks],
+                         embeddings=chunk_vectors(result),
+                         metadatas=[chunk_metadata(result, index) for index in range(len(result.chunks))],
+                         ids=[chunk.chunk_id for chunk in result.chunks])

@@ -26,13 +26,16 @@ enclosing one. Index the chunks and keep every node in the docstore, and LlamaIn
     storage.docstore.add_documents([*nodes, *parents])
     index = VectorStoreIndex(nodes, storage_context=storage, embed_model=embed_model)
     retriever = AutoMergingRetriever(index.as_retriever(similarity_top_k=12), storage)
+LlamaIndex's node postprocessors that follow neighbours (``PrevNextNodePostprocessor``) work.
+A result made with ``embed`` sets each node's ``embedding`` (the vector of exactly that text), so
+an index built from the nodes does not embed them again.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from adapters.metadata import Content, chunk_content, chunk_metadata, parent_metadata
+from adapters.metadata import Content, chunk_content, chunk_metadata, chunk_vectors, parent_metadata
 from adapters.small_to_big import PARENT_SEPARATOR, parent_key, scope_chunks
 from schemas import ChunkResult
 
@@ -49,7 +52,8 @@ def to_nodes(result: ChunkResult, *, content: Content = "embed_text") -> list[Te
 
     Args:
         result: a :class:`schemas.ChunkResult`.
-        content: ``embed_text`` (default) or ``text``, as for LangChain documents.
+        content: ``embed_text`` (default) or ``text``, as for LangChain documents. A node's
+            ``embedding`` is the vector of the embedded text: with ``text``, none is set.
 
     Raises:
         ImportError: llama-index-core is not installed (the message says what to install).
@@ -59,6 +63,8 @@ def to_nodes(result: ChunkResult, *, content: Content = "embed_text") -> list[Te
     except ImportError as exc:
         raise ImportError(f"LlamaIndex nodes need llama-index-core: {INSTALL_HINT}") from exc
     nodes = []
+    embedded = content == "embed_text" and all(chunk.embedding is not None for chunk in result.chunks)
+    vectors = chunk_vectors(result) if embedded and result.chunks else [None] * len(result.chunks)
     for index, chunk in enumerate(result.chunks):
         metadata = chunk_metadata(result, index)
         relationships = _relationships(result, [
@@ -69,7 +75,7 @@ def to_nodes(result: ChunkResult, *, content: Content = "embed_text") -> list[Te
         nodes.append(TextNode(
             id_=chunk.chunk_id, text=chunk_content(chunk, content), metadata=metadata,
             excluded_embed_metadata_keys=list(metadata), excluded_llm_metadata_keys=list(metadata),
-            relationships=relationships,
+            relationships=relationships, embedding=vectors[index],
         ))
     return nodes
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from adapters.small_to_big import parent_key
 from schemas import Chunk, ChunkParent, ChunkResult
 
-__all__ = ["Content", "chunk_content", "chunk_metadata", "parent_metadata"]
+__all__ = ["Content", "chunk_content", "chunk_metadata", "chunk_vectors", "parent_metadata"]
 
 Content = Literal["embed_text", "text"]
 
@@ -59,3 +59,20 @@ def chunk_content(chunk: Chunk, content: Content) -> str:
     if content == "embed_text" and chunk.embed_text is not None:
         return chunk.embed_text
     return chunk.text
+
+
+def chunk_vectors(result: ChunkResult) -> list[list[float]]:
+    """Every chunk's ``embedding`` as a list of floats, in reading order.
+
+    Raises:
+        ValueError: a chunk has no vector (the result was made without ``embed``).
+    """
+    missing = [chunk.chunk_id for chunk in result.chunks if chunk.embedding is None]
+    if missing:
+        raise ValueError(f"chunk {missing[0]!r} has no embedding: chunk with embed (--embed, embed=True) "
+                         "to hand vectors to a store")
+    return [_floats(chunk.embedding) for chunk in result.chunks]
+
+
+def _floats(vector: Any) -> list[float]:
+    return vector.tolist() if hasattr(vector, "tolist") else list(vector)

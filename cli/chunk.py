@@ -85,6 +85,7 @@ CONFIG_FLAGS = {
     "strict": "strict_max_tokens",
     "heading_context": "heading_context",
     "semantic": "use_semantic_chunking",
+    "embed": "embed",
 }
 
 
@@ -304,8 +305,37 @@ def load_resources(config: ChunkingConfig) -> Resources:
         select_counter("model", Resources(model_counter_error=str(exc)))  # the engine's words
         raise RequestRefused(str(exc)) from None  # pragma: no cover - select_counter raised above
     except EncoderUnavailable as exc:
-        raise RequestRefused(f"semantic chunking needs the embedding model, which cannot be loaded: {exc}"
-                             ) from None
+        wanted = "semantic chunking" if config.use_semantic_chunking else "embed"
+        raise RequestRefused(f"{wanted} needs the embedding model, which cannot be loaded: {exc}") from None
+
+
+def load_embedder(config: ChunkingConfig, resources: Resources) -> Any:
+    """The encoder ``config``'s ``embed`` names (None without ``embed``): the pinned model
+    :func:`load_resources` loaded, or the one LONGPARSER_ENCODERS declares by that name, loaded here.
+
+    Raises:
+        longparser.errors.RequestRefused: a name nothing declares, or an encoder that cannot be loaded.
+    """
+    from loaders.embedding import declared_refusal, load_declared_encoder, pinned_embedder
+    from loaders.pinned_model import EncoderUnavailable, default_model_path
+    from longparser.errors import RequestRefused
+    from schemas.encoders import PINNED_ENCODER, embedding_encoder
+
+    settings = _settings()
+    name = embedding_encoder(config, settings.encoders)
+    if name is None:
+        return None
+    if name == PINNED_ENCODER:
+        if resources.encoder is None:  # load_resources loads it for such a request, or refuses
+            raise RequestRefused(f"embed {name!r}: the model is not loaded")
+        model_dir = Path(settings.model_path) if settings.model_path else default_model_path()
+        return pinned_embedder(resources.encoder, model_dir)
+    if name not in settings.encoders:
+        raise RequestRefused(declared_refusal(name, settings.encoders))
+    try:
+        return load_declared_encoder(name, settings.encoders[name], threads=settings.torch_threads)
+    except EncoderUnavailable as exc:
+        raise RequestRefused(str(exc)) from None
 
 
 def result_json(result: ChunkResult) -> str:
@@ -415,6 +445,7 @@ def _error(message: str) -> None:
 
 def run_chunk(args: argparse.Namespace) -> int:
     """Run ``longparser chunk`` for parsed arguments; returns the exit status."""
+    from loaders.embedding import embed_result, reserve_for_prefix
     from longparser.errors import RequestRefused
     from longparser.pipeline import chunk_blocks
 
@@ -423,8 +454,13 @@ def run_chunk(args: argparse.Namespace) -> int:
         request = loaded.request
         config = local_tokenizer_paths(request.config, _settings().tokenizers)
         resources = load_resources(config)
+        embedder = load_embedder(config, resources)
+        if embedder is not None:
+            config = reserve_for_prefix(config, embedder)
         warn_if_empty("chunk", request)
         result = chunk_blocks(request.blocks, config, resources, document_id=request.document_id)
+        if embedder is not None:
+            embed_result(result, embedder)
     except (InputError, RequestRefused) as exc:
         _error(str(exc))
         return EXIT_BAD_INPUT

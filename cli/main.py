@@ -18,8 +18,8 @@ INPUT ``-`` reads standard input; ``--format json|markdown|text`` says what INPU
 ``auto``: a file's extension, standard input JSON). ``-c`` takes a JSON file or an inline JSON
 object, the same way for every command (:mod:`cli.json_input`). Config flags (``chunk`` and ``submit``):
 ``--max-tokens N``, ``--min-tokens N``, ``--token-counter COUNTER``, ``--fit TOKENIZER``,
-``--reserve-tokens N``, ``--strict``, ``--heading-context``, ``--semantic``; they win over ``-c``
-and over the input's own config.
+``--reserve-tokens N``, ``--strict``, ``--heading-context``, ``--semantic``, ``--embed [NAME]``;
+they win over ``-c`` and over the input's own config.
 
 This module parses arguments, sets up logging and dispatches; each command lives with the code
 it drives. The producer-side commands import :mod:`tasks` lazily so that ``chunk`` works with
@@ -155,6 +155,13 @@ def _add_config_flags(parser: argparse.ArgumentParser, semantic_help: str) -> No
         help="give each chunk embed_text: its heading breadcrumb, then its text (default: off)",
     )
     flags.add_argument("--semantic", action="store_true", help=semantic_help)
+    flags.add_argument(
+        "--embed", nargs="?", const=True, metavar="NAME",
+        help="give each chunk `embedding`, the vector of its embedded text: with the pinned "
+             "all-MiniLM-L6-v2 (or the encoder --fit names, when LONGPARSER_ENCODERS declares one by that "
+             "name), or with the encoder NAME declares; needs an encoder (docs/encoders.md; routes to the "
+             "semantic queue) (default: off)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -24,14 +24,19 @@ from typing import Any
 
 import numpy as np
 
-from loaders.export import EXPORTED_BACKENDS, EXTRA_HINT, INPUT_NAMES, ensure_exported
-from loaders.pinned_model import INSTALL_HINT, MODEL_NAME, EncoderUnavailable
+from loaders.export import EXPORTED_BACKENDS, EXTRA_HINT, INPUT_NAMES, MANIFEST, artefact_dir, ensure_exported
+from loaders.pinned_model import INSTALL_HINT, MODEL_NAME, PINNED_SHA256, EncoderUnavailable
 from loaders.windows import TextWindows, embed_in_windows
 from schemas.config import MODEL_WINDOW
 
 logger = logging.getLogger(__name__)
 
 BACKENDS = ("torch", *EXPORTED_BACKENDS)
+# The settings' default: the fastest backend that is installed and proven, else torch (resolve_backend).
+AUTO = "auto"
+# What ``auto`` takes, fastest first: only backends whose every vector is within cosine 0.999 of
+# torch's on the real fixtures (the real-model suite holds it; docs/encoders.md has the figures).
+PREFERRED_BACKENDS = ("openvino",)
 # The package each backend runs on (the torch path through sentence-transformers) and what
 # installs it: the loaders import it, the worker's start-up check only looks for it.
 RUNTIME_MODULE = {
@@ -63,6 +68,21 @@ def missing_runtime(backend: str) -> str | None:
     if backend == "torch":
         return f"sentence-transformers is not installed; {RUNTIME_HINT[backend]}"
     return f"encoder backend {backend!r} needs {module}, which is not installed; {RUNTIME_HINT[backend]}"
+
+
+def resolve_backend(backend: str, cache_dir: str | Path | None = None,
+                    source_sha256: str = PINNED_SHA256) -> str:
+    """``backend``, or for ``auto`` the first of :data:`PREFERRED_BACKENDS` that is installed: its
+    runtime importable and its export of the pinned weights built ahead of time (``make
+    embeddings``, the Docker build argument) under ``cache_dir``; else ``torch``. A process never
+    spends its start exporting a backend nobody asked for, and looks only for files (no import)."""
+    if backend != AUTO:
+        return backend
+    for candidate in PREFERRED_BACKENDS:
+        built = (artefact_dir(cache_dir, candidate, source_sha256) / MANIFEST).is_file()
+        if built and missing_runtime(candidate) is None:
+            return candidate
+    return "torch"
 
 
 def backend_model_name(backend: str, detail: str | None = None) -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from loaders.encoder import load_encoder
+from loaders.encoder_backends import resolve_backend
 from loaders.pinned_model import PINNED_SHA256, EncoderUnavailable
 from loaders.quality import load_language_id, load_word_list
 from loaders.tokenizer import TokenizerUnavailable, load_model_counter
@@ -27,6 +28,7 @@ from longparser.resources import Resources
 from longparser.tokens import TokenCounter
 from schemas import ChunkingConfig
 from schemas.config import BUILTIN_COUNTERS
+from schemas.encoders import PINNED_ENCODER, EncoderSpec, embedding_encoder
 from schemas.tokenizers import TokenizerSpec
 
 logger = logging.getLogger(__name__)
@@ -46,6 +48,7 @@ class ResourceSettings(Protocol):
     torch_threads: int
     encoder_backend: str
     tokenizers: Mapping[str, TokenizerSpec]
+    encoders: Mapping[str, EncoderSpec]
 
     def explicitly_set(self, name: str) -> bool: ...
 
@@ -73,6 +76,9 @@ class ResourceSpec:
         tokenizer_paths: the other tokenizers a request names (library and command line only;
             a worker never opens a path a request names): paths, each required; a name that
             no declaration holds is refused when loading.
+        encoders: declared encoders (``LONGPARSER_ENCODERS``: name -> declaration), every one
+            required where loaded (:mod:`loaders.embedding`): by a worker that holds encoders (a
+            semantic worker), by a command for the one its request names.
     """
 
     word_list: Need = "off"
@@ -87,6 +93,7 @@ class ResourceSpec:
     encoder_cache_dir: str | os.PathLike[str] | None = None
     tokenizers: Mapping[str, TokenizerSpec] = field(default_factory=dict)
     tokenizer_paths: tuple[str, ...] = ()
+    encoders: Mapping[str, EncoderSpec] = field(default_factory=dict)
 
     @classmethod
     def from_settings(cls, settings: ResourceSettings) -> ResourceSpec:
@@ -100,27 +107,30 @@ class ResourceSpec:
             language_id=_need(settings.language_id, settings.explicitly_set("language_id")),
             encoder=_need(settings.semantic_enabled, True),
             model_path=settings.model_path,
-            encoder_backend=settings.encoder_backend,
+            encoder_backend=resolve_backend(settings.encoder_backend),
             threads=settings.torch_threads,
             tokenizers=dict(settings.tokenizers),
+            encoders=dict(settings.encoders),
         )
 
     def for_request(self, config: ChunkingConfig) -> ResourceSpec:
         """What a command chunking one request loads: the encoder and the counters its
         ``token_counter`` and ``fit`` name (the model's; a declared tokenizer; any other name as a
         path) when the request asks for them, required (a missing one is an error, never a
-        fall-back); the quality resources optional (a missing one is a warning and an "off" in
-        the stats)."""
+        fall-back); the encoder ``embed`` names (the pinned one, or that declaration); the
+        quality resources optional (a missing one is a warning and an "off" in the stats)."""
         named = [name for name in dict.fromkeys((config.token_counter, config.fit))
                  if name is not None and name not in BUILTIN_COUNTERS]
+        embedding = embedding_encoder(config, self.encoders)
         return dataclasses.replace(
             self,
             word_list=_need(self.word_list != "off", False),
             language_id=_need(self.language_id != "off", False),
-            encoder=_need(config.use_semantic_chunking, True),
+            encoder=_need(config.use_semantic_chunking or embedding == PINNED_ENCODER, True),
             model_counter=_need("model" in (config.token_counter, config.fit), True),
             tokenizers={name: self.tokenizers[name] for name in named if name in self.tokenizers},
             tokenizer_paths=tuple(name for name in named if name not in self.tokenizers),
+            encoders={name: spec for name, spec in self.encoders.items() if name == embedding},
         )
 
     def required_quality(self) -> ResourceSpec:

@@ -6,9 +6,9 @@ same code runs in a worker, in eager mode and in tests that build a context.
 
 Failure policy:
 
-* a bad payload (too large, not a ChunkRequest, a semantic request on a worker without the
-  model, a tokenizer named by path or not declared, a request the engine refuses for lack of
-  a resource) fails at once with a readable :class:`~tasks.errors.ChunkTaskError` (or the
+* a bad payload (too large, not a ChunkRequest, a semantic or ``embed`` request on a worker
+  without the model, a tokenizer or encoder named by path or not declared, a request the engine
+  refuses for lack of a resource) fails at once with a readable :class:`~tasks.errors.ChunkTaskError` (or the
   engine's :class:`~schemas.errors.RequestRefused`) and is never retried; a FAILURE record is
   stored under the document id so the producer sees why;
 * Redis errors worth waiting out (connection, timeout, LOADING, READONLY, TRYAGAIN, OOM) are
@@ -38,9 +38,12 @@ from celery.exceptions import Reject
 from pydantic import TypeAdapter
 
 from config.settings import Settings
+from loaders.embedding import Embedder, attach_vectors, declared_refusal, embed_result, reserve_for_prefix
 from longparser import chunk_blocks, chunk_request
 from schemas import Chunk, ChunkRequest, ChunkResult, InputError
+from schemas.chunks import PACKED_EMBEDDINGS, EmbeddingStoreStats
 from schemas.config import BUILTIN_COUNTERS, is_tokenizer_name
+from schemas.encoders import embedding_encoder
 from service.keys import TASK_NAME, is_valid_document_id
 from service.payloads import (
     CorruptPayload,
@@ -110,6 +113,54 @@ def check_tokenizers(request: ChunkRequest, settings: Settings) -> None:
                                  f"names; name a tokenizer LONGPARSER_TOKENIZERS declares ({declared})")
         raise RequestRefused(f"{field} {reference!r} is not a tokenizer this worker declares "
                              f"(LONGPARSER_TOKENIZERS declares: {declared})")
+
+
+def check_embedding(request: ChunkRequest, context: WorkerContext) -> Embedder | None:
+    """The encoder a request's ``embed`` names on this worker (None without ``embed``); refuse
+    it on a worker that holds no encoder, or one that does not hold the encoder named."""
+    if request.config.embed is False:
+        return None
+    settings = context.settings
+    if not context.embedders:
+        raise SemanticUnavailable(
+            f"document {request.document_id!r} asks for embed but this worker holds no encoder "
+            f"(LONGPARSER_SEMANTIC_ENABLED=false); send it to queue {settings.semantic_queue!r}, served by "
+            "workers started with LONGPARSER_SEMANTIC_ENABLED=true")
+    name = embedding_encoder(request.config, context.embedders) or ""
+    if name not in context.embedders:
+        raise RequestRefused(declared_refusal(name, context.embedders))
+    return context.embedders[name]
+
+
+def with_prefix_reserve(request: ChunkRequest, embedder: Embedder) -> ChunkRequest:
+    """The request with room kept for the encoder's passage prefix (``reserve_tokens``)."""
+    config = reserve_for_prefix(request.config, embedder)
+    return request if config is request.config else request.model_copy(update={"config": config})
+
+
+def embed_chunks(result: ChunkResult, document_id: str, embedder: Embedder, settings: Settings) -> None:
+    """Give every chunk its vector: through the vector store when the worker has one (it reuses
+    the vectors of unchanged embedded texts and writes the document's diff), else computed here."""
+    # LONGPARSER_VECTOR_STORE_URL, one of the vector store's settings
+    store_url = getattr(settings, "vector_store_url", None)
+    if not store_url:
+        embed_result(result, embedder)
+        return
+    from worker.vector_store import EncoderIdentity, VectorStore
+
+    collection = settings.vector_collection
+    identity = EncoderIdentity(name=embedder.name, weights_sha256=embedder.weights_sha256 or "",
+                               dimension=embedder.dimension, normalized=embedder.normalized)
+    chunks = [chunk.model_dump() for chunk in result.chunks]
+    store = VectorStore.open(store_url, collection)
+    try:
+        outcome = store.embed_and_apply(document_id, chunks, identity, embedder.passages)
+    finally:
+        store.close()
+    written = EmbeddingStoreStats(collection=collection, inserted=outcome.inserted, updated=outcome.updated,
+                                  deleted=outcome.deleted, unchanged=outcome.unchanged)
+    attach_vectors(result, [chunk["embedding"] for chunk in chunks],
+                   embedder.stats(embedded=outcome.embedded, reused=outcome.reused, store=written))
 
 
 def raw_document_id(payload: Any) -> str | None:
@@ -273,7 +324,8 @@ def result_json_pieces(result: ChunkResult) -> Iterator[bytes]:
     separator = b""
     while chunks:
         piece = [chunks.pop() for _ in range(min(_CHUNKS_PER_PIECE, len(chunks)))]
-        yield separator + _encode_chunks(piece)[1:-1]  # the list's items, without its brackets
+        # the list's items, without its brackets; vectors packed (schemas.chunks.pack_vector)
+        yield separator + _encode_chunks(piece, context={PACKED_EMBEDDINGS: True})[1:-1]
         separator = b","
     yield b"]" + tail
 
@@ -354,12 +406,19 @@ def run_chunk_job(
             request = validate_payload(payload)
         check_semantic(request, context.settings)
         check_tokenizers(request, context.settings)
+        embedder = check_embedding(request, context)
+        if embedder is not None:
+            request = with_prefix_reserve(request, embedder)
         blocks = len(request.blocks) if raw_blocks is None else len(raw_blocks)
         report("chunking", {"document_id": request.document_id, "blocks": blocks, "chunks": 0})
         if raw_blocks is None:
             result = chunk_request(request, context.resources)
         else:
             result = _chunk_referenced(request, raw_blocks, context)  # empties raw_blocks
+        if embedder is not None:
+            report("embedding", {"document_id": request.document_id, "blocks": blocks,
+                                 "chunks": len(result.chunks)})
+            embed_chunks(result, request.document_id, embedder, context.settings)
     except ReferenceMissing as exc:
         done = _stored_same_request(context, document_id, reference) if reference and document_id else None
         if done is not None:  # a run of this very request stored its result, then consumed the bytes

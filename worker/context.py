@@ -16,8 +16,11 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from config.settings import Settings
+from loaders.embedding import Embedder, build_embedders
+from loaders.pinned_model import default_model_path
 from loaders.resources import ResourceSpec, build_resources
 from longparser.resources import Resources
 from longparser.tokens import TokenCounter
@@ -46,6 +49,8 @@ class WorkerContext:
         resources: what the engine may use; None in the parent, which runs no task.
         waits: how often this process waited for Redis (:func:`service.retry.call_with_retry`).
         counters: redeliveries seen.
+        embedders: the encoders this process holds, by the name ``embed`` gives (a semantic
+            worker's pinned model and declared encoders; empty elsewhere).
     """
 
     settings: Settings
@@ -53,6 +58,7 @@ class WorkerContext:
     resources: Resources | None = None
     waits: Waits = field(default_factory=Waits)
     counters: Counters = field(default_factory=Counters)
+    embedders: Mapping[str, Embedder] = field(default_factory=dict)
 
 
 def _cap_threads(threads: int) -> None:
@@ -87,6 +93,15 @@ def build_process_resources(settings: Settings, tokenizers: Mapping[str, TokenCo
     return resources
 
 
+def build_process_embedders(settings: Settings, resources: Resources) -> dict[str, Embedder]:
+    """The encoders a worker process holds: none unless it is a semantic worker; then the pinned
+    model it loaded for semantic boundaries and every encoder LONGPARSER_ENCODERS declares."""
+    if not settings.semantic_enabled:
+        return {}
+    model_dir = Path(settings.model_path) if settings.model_path else default_model_path()
+    return build_embedders(resources.encoder, model_dir, settings.encoders, threads=settings.torch_threads)
+
+
 def parent_context(settings: Settings) -> WorkerContext:
     """The worker parent's context: settings and store, no resources."""
     return WorkerContext(settings=settings, store=ResultStore.from_settings(settings))
@@ -95,5 +110,6 @@ def parent_context(settings: Settings) -> WorkerContext:
 def child_context(settings: Settings, tokenizers: Mapping[str, TokenCounter] | None = None) -> WorkerContext:
     """A pool child's context: its own store connections and its own resources (the declared
     tokenizers' counters come from the parent, loaded before it forked)."""
-    return WorkerContext(settings=settings, store=ResultStore.from_settings(settings),
-                         resources=build_process_resources(settings, tokenizers))
+    resources = build_process_resources(settings, tokenizers)
+    return WorkerContext(settings=settings, store=ResultStore.from_settings(settings), resources=resources,
+                         embedders=build_process_embedders(settings, resources))

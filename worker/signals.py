@@ -10,7 +10,9 @@ tokenizers (``LONGPARSER_TOKENIZERS``) once, before forking, so every child inhe
 that fails stops the worker the same way). A child whose resources still
 fail to build logs the reason, asks the parent to shut down and exits, instead of serving tasks
 without them; a child that built them says so to the parent, which starts consuming (and says
-``ready``) only then (:mod:`worker.readiness`).
+``ready``) only then (:mod:`worker.readiness`). A semantic worker's parent also checks the
+declared encoders' weights (``LONGPARSER_ENCODERS``) before forking, and once ready announces
+the encoders its children hold until it shuts down (:mod:`worker.announce`).
 
 Handlers are connected per app (:func:`connect`, called by ``create_app``): each closes over
 its app's settings and acts only for a worker of its own app, so a process that builds several
@@ -24,18 +26,21 @@ import os
 import signal
 from typing import Any
 
-from celery.signals import after_setup_logger, worker_init, worker_process_init, worker_ready
+from celery.signals import after_setup_logger, worker_init, worker_process_init, worker_ready, worker_shutdown
 
 from config.logging import set_levels
 from config.settings import Settings, masked_url
+from loaders.embedding import check_declared_encoder
 from loaders.encoder_backends import missing_runtime
 from loaders.errors import ResourceUnavailable
 from loaders.pinned_model import PINNED_SHA256, EncoderUnavailable, checked_model_dir
 from loaders.resources import ResourceSpec, build_resources, load_tokenizers
 from longparser.tokens import TokenCounter
+from schemas.encoders import PINNED_ENCODER
 from service.celeryconfig import inline_body_limit
 from service.redis_client import TRANSIENT_ERRORS, redis_client
 from worker import celery_compat, serialization
+from worker.announce import EncoderAnnouncer
 from worker.context import child_context, parent_context
 from worker.readiness import PoolReadiness
 from worker.redis_checks import UnsafeRedis, inspect_redis
@@ -54,6 +59,14 @@ def preflight_semantic(model_path: str | None, backend: str = "torch") -> None:
     if message:
         raise EncoderUnavailable(message)
     checked_model_dir(model_path, PINNED_SHA256)
+
+
+def preflight_encoders(settings: Settings) -> None:
+    """Check every declared encoder's weights (a file read, no SDK import) in the parent of a
+    worker that holds encoders; raise :class:`EncoderUnavailable` naming the first that fails."""
+    if settings.semantic_enabled:
+        for name, spec in settings.encoders.items():
+            check_declared_encoder(name, spec)
 
 
 def preflight_quality(spec: ResourceSpec) -> None:
@@ -94,6 +107,19 @@ def check_worker_can_start(settings: Settings) -> None:
                          ) from None
     except (celery_compat.UntestedDependencies, ResourceUnavailable, UnsafeRedis) as exc:
         raise SystemExit(f"longparser worker: cannot start: {exc}") from None
+    try:
+        preflight_encoders(settings)
+    except EncoderUnavailable as exc:
+        raise SystemExit(f"longparser worker: cannot start: {exc}") from None
+
+
+def encoder_announcer(settings: Settings, store: Any) -> EncoderAnnouncer | None:
+    """The announcer of a worker that holds encoders (the pinned model and the declared ones,
+    serving the semantic queue); None for a worker that holds none."""
+    if not settings.semantic_enabled:
+        return None
+    return EncoderAnnouncer(store.client, store.prefix, settings.semantic_queue,
+                            [PINNED_ENCODER, *settings.encoders])
 
 
 def preload_tokenizers(settings: Settings) -> dict[str, TokenCounter]:
@@ -137,6 +163,21 @@ def connect(app: Any, settings: Settings) -> None:
         if ours(sender):
             celery_compat.quiet_connection_loss_notice()
 
+    announcer: EncoderAnnouncer | None = None
+
+    def start_announcing(sender: Any = None, **_: Any) -> None:
+        nonlocal announcer
+        if ours(sender) and app.context is not None and announcer is None:
+            announcer = encoder_announcer(settings, app.context.store)
+            if announcer is not None:
+                announcer.start()
+
+    def stop_announcing(**_: Any) -> None:
+        nonlocal announcer
+        if announcer is not None and ours():
+            announcer.stop()
+            announcer = None
+
     # The declared tokenizers once the parent loaded them (None: a child loads its own).
     preloaded: dict[str, TokenCounter] | None = None
 
@@ -162,8 +203,11 @@ def connect(app: Any, settings: Settings) -> None:
         if app.pool_readiness is not None:
             app.pool_readiness.child_ready()
 
-    app.signal_handlers = (set_log_levels, quiet_connection_loss_notice, on_worker_init, on_process_init)
+    app.signal_handlers = (set_log_levels, quiet_connection_loss_notice, on_worker_init, on_process_init,
+                           start_announcing, stop_announcing)
     after_setup_logger.connect(set_log_levels)
     worker_ready.connect(quiet_connection_loss_notice)
+    worker_ready.connect(start_announcing)
+    worker_shutdown.connect(stop_announcing)
     worker_init.connect(on_worker_init)
     worker_process_init.connect(on_process_init)

@@ -42,8 +42,10 @@ set to its default value is set all the same); the worker's engine expands a ``f
 exactly as the library's does, so ``config={"fit": "model"}`` chunks as ``longparser chunk --fit
 model`` does (:func:`tasks.payload.request_json`).
 
-Routing: semantic requests go to ``LONGPARSER_SEMANTIC_QUEUE``, the rest to
-``LONGPARSER_STRUCTURAL_QUEUE``. A semantic job waits there until a semantic worker takes it.
+Routing: semantic requests and requests with ``embed`` go to ``LONGPARSER_SEMANTIC_QUEUE`` (the
+workers that hold an encoder), the rest to ``LONGPARSER_STRUCTURAL_QUEUE``. A semantic job waits
+there until a semantic worker takes it; a request with ``embed`` that no live worker can serve
+(none announced an encoder, or not the one it names: :mod:`service.encoders`) is refused at once.
 """
 
 from __future__ import annotations
@@ -69,10 +71,12 @@ from longparser_client.payload import (
 )
 from longparser_client.schemas import ChunkRequest, ChunkResult, InputError
 from longparser_client.schemas.config import config_warnings
+from longparser_client.schemas.errors import RequestRefused
 from longparser_client.schemas.inputs import DoclingConverter, TextConverter, parse_config, parse_input
 from longparser_client.service.celeryconfig import celery_config
+from longparser_client.service.encoders import embed_refusal, live_encoders
 from longparser_client.service.events import block_ms, entry_document_id, last_event_id
-from longparser_client.service.keys import TASK_NAME, is_valid_document_id, result_key
+from longparser_client.service.keys import TASK_NAME, encoders_key, is_valid_document_id, result_key
 from longparser_client.service.payloads import RedisPayloads
 from longparser_client.service.redis_client import is_out_of_memory
 from longparser_client.service.retry import Waits, call_with_retry, is_transient
@@ -111,12 +115,14 @@ def producer_celery(settings: Settings) -> Celery:
 
 def _as_request(request: Any, semantic: bool | None, config: Mapping[str, Any] | None,
                 docling: DoclingConverter | None, text_converter: TextConverter | None = None,
-                document_id: str | None = None) -> ChunkRequest:
+                document_id: str | None = None, embed: bool | str | None = None) -> ChunkRequest:
     """The request validated once: a ChunkRequest is taken as it is (only a config override is
     validated, never its blocks again); anything else goes through :func:`parse_input`."""
     overrides = dict(config or {})
     if semantic is not None:
         overrides["use_semantic_chunking"] = semantic
+    if embed is not None:
+        overrides["embed"] = embed
     if not isinstance(request, ChunkRequest):
         return parse_input(request, config_overrides=overrides, docling=docling,
                            text_converter=text_converter, default_document_id=document_id)
@@ -278,7 +284,8 @@ class Producer:
 
     def submit(self, request: ChunkRequest | dict[str, Any] | Any, *, semantic: bool | None = None,
                config: Mapping[str, Any] | None = None, docling: DoclingConverter | None = None,
-               text_converter: TextConverter | None = None, document_id: str | None = None) -> JobHandle:
+               text_converter: TextConverter | None = None, document_id: str | None = None,
+               embed: bool | str | None = None) -> JobHandle:
         """Validate, size-check and enqueue one document.
 
         Args:
@@ -296,6 +303,10 @@ class Producer:
                 or ``loaders.markdown.blocks_from_text``.
             document_id: the id of a document that carries none (a string, a block list, a
                 DoclingDocument without a name of its own).
+            embed: None -> the request's ``config.embed`` decides; True (the pinned model, or
+                the encoder ``fit`` names when workers declare one by that name), an encoder's
+                declared name, or False overrides it. Each chunk of the result then carries
+                ``embedding`` (floats; packed in the stored record, decoded by ``get_result``).
 
         Raises:
             schemas.InputError: the request is invalid (message names block and field), a
@@ -303,7 +314,8 @@ class Producer:
                 it names a tokenizer by path (workers load only the ones they declare).
             schemas.errors.RequestRefused: a ``fit`` request's explicit fields would undo the fit
                 (another ``token_counter``, ``strict_max_tokens`` false, ``max_tokens`` above the
-                model's window), as every worker would refuse it. A config field that does
+                model's window), as every worker would refuse it; or ``embed`` that no live worker
+                can serve (no worker announced an encoder, or not the one named). A config field that does
                 nothing in the request's mode is logged as a warning (and listed in the result's
                 ``stats.warnings``).
             loaders.docling.DoclingNotInstalledError: (an ImportError) docling-core is missing.
@@ -314,9 +326,10 @@ class Producer:
             tasks.errors.BrokerUnavailable: Redis unreachable for the whole submit window.
             tasks.errors.StoreFull: Redis refused the write (full).
         """
-        validated = _as_request(request, semantic, config, docling, text_converter, document_id)
+        validated = _as_request(request, semantic, config, docling, text_converter, document_id, embed)
         refuse_tokenizer_paths(validated)
         refuse_undoing_fit(validated)
+        self._refuse_unserved_embed(validated)
         for warning in config_warnings(validated.config):  # the result's stats.warnings will say it too
             logger.warning("config: %s", warning)
         # Encoded once, to UTF-8 bytes, with only the config fields the caller set (the worker's
@@ -326,7 +339,7 @@ class Producer:
         # JSON (plus the JSON compressed, for a reference).
         encoded = request_json(validated)
         check_encoded_size(len(encoded), self.settings.max_payload_bytes)
-        queue = self.settings.queue_for(validated.config.use_semantic_chunking)
+        queue = self.settings.queue_for(validated.config.needs_encoder)
         task_id = str(uuid.uuid4())
         document_id = validated.document_id
         if len(encoded) > self.settings.reference_threshold_bytes:
@@ -351,6 +364,17 @@ class Producer:
         self._call(f"recording the job of {document_id}",
                    lambda: self.store.save_job(document_id, task_id, queue))
         return JobHandle(document_id, task_id, queue)
+
+    def _refuse_unserved_embed(self, request: ChunkRequest) -> None:
+        """Raise RequestRefused when no live worker can serve the request's ``embed``."""
+        if request.config.embed is False:
+            return
+        entries = self._call("reading the encoders workers hold",
+                             lambda: self.store.client.hgetall(encoders_key(self.store.prefix)))
+        queue = self.settings.semantic_queue
+        refusal = embed_refusal(request.config, live_encoders(entries, queue), queue)
+        if refusal:
+            raise RequestRefused(refusal)
 
     def _task_view(self, document_id: str, task_id: str, queue: str | None) -> dict[str, Any]:
         async_result = self.app.AsyncResult(task_id)
@@ -446,11 +470,12 @@ def _run(settings: Settings | None, producer: Producer | None, use: Callable[[Pr
 def submit(request: ChunkRequest | dict[str, Any] | Any, *, semantic: bool | None = None,
            config: Mapping[str, Any] | None = None, docling: DoclingConverter | None = None,
            text_converter: TextConverter | None = None, document_id: str | None = None,
-           settings: Settings | None = None, producer: Producer | None = None) -> JobHandle:
+           embed: bool | str | None = None, settings: Settings | None = None,
+           producer: Producer | None = None) -> JobHandle:
     """:meth:`Producer.submit` with ``producer`` (default: one built for this call)."""
     return _run(settings, producer,
                 lambda p: p.submit(request, semantic=semantic, config=config, docling=docling,
-                                   text_converter=text_converter, document_id=document_id))
+                                   text_converter=text_converter, document_id=document_id, embed=embed))
 
 
 def status(job: str | JobHandle, *, settings: Settings | None = None,

@@ -23,6 +23,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings import SettingsError as SourceError
 
 from longparser_client.schemas.config import BUILTIN_COUNTERS, TOKENIZER_NAME_PATTERN, is_tokenizer_name
+from longparser_client.schemas.encoders import PINNED_ENCODER, EncoderSpec
 from longparser_client.schemas.problems import (
     ErrorDetails,
     describe_validation_error,
@@ -143,8 +144,9 @@ class Settings(BaseSettings):
     semantic_enabled: bool = False
     model_path: str | None = None
     torch_threads: int = Field(default=1, ge=1, le=256)
-    # loaders.encoder_backends.BACKENDS (a unit test keeps the two equal); docs/encoders.md
-    encoder_backend: Literal["torch", "onnx", "onnx-int8", "openvino"] = "torch"
+    # "auto" and loaders.encoder_backends.BACKENDS (a unit test keeps them equal); docs/encoders.md.
+    # auto: openvino where it is installed and exported, else torch (loaders.encoder_backends.resolve_backend)
+    encoder_backend: Literal["auto", "torch", "onnx", "onnx-int8", "openvino"] = "auto"
     word_list_path: str | None = "/usr/share/dict/words"
     language_id: bool = True
     max_memory_per_child_kb: int = Field(default=1_500_000, ge=50_000)
@@ -158,6 +160,10 @@ class Settings(BaseSettings):
     # The tokenizers requests may name as token_counter / fit: JSON, name -> declaration
     # (schemas.tokenizers.TokenizerSpec, sha256 required); loaded before the pool forks.
     tokenizers: dict[str, TokenizerSpec] = Field(default_factory=dict)
+    # The encoders requests may name in embed, besides the pinned model: JSON, name -> declaration
+    # (schemas.encoders.EncoderSpec); checked by the parent, loaded in each pool child of a worker
+    # that holds an encoder (LONGPARSER_SEMANTIC_ENABLED).
+    encoders: dict[str, EncoderSpec] = Field(default_factory=dict)
     # --- result store: completion events, re-ingestion diffs, compressed results ---------------
     # The completion stream P:events keeps about this many entries (XADD MAXLEN ~); a consumer
     # that falls further behind reconciles through status (docs/operations.md).
@@ -213,6 +219,15 @@ class Settings(BaseSettings):
             if spec.sha256 is None:
                 raise ValueError(f"tokenizer {name!r} needs its sha256 (the digest of {spec.path}): "
                                  "workers load only files they can check")
+        return value
+
+    @field_validator("encoders")
+    @classmethod
+    def _declared_encoders(cls, value: dict[str, EncoderSpec]) -> dict[str, EncoderSpec]:
+        for name in value:
+            if name == PINNED_ENCODER or name in BUILTIN_COUNTERS or not is_tokenizer_name(name):
+                raise ValueError(f"encoder name {name!r} must match {TOKENIZER_NAME_PATTERN} and not be "
+                                 f"{PINNED_ENCODER!r} (always held) or {' or '.join(BUILTIN_COUNTERS)}")
         return value
 
     @field_validator("broker_url", "result_url")

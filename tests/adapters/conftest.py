@@ -33,3 +33,26 @@ def _result() -> ChunkResult:
 def result() -> ChunkResult:
     """A real Markdown page (tables, lists, code) chunked with the recommended settings."""
     return _result()
+
+
+def text_vector(text: str, dimension: int = 8) -> list[float]:
+    """A fixed unit vector per text, standing in for a model's (float32-exact values)."""
+    import hashlib
+
+    import numpy as np
+
+    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+    vector = np.random.default_rng(seed).standard_normal(dimension).astype(np.float32)
+    return (vector / np.linalg.norm(vector)).astype(np.float32).tolist()
+
+
+@pytest.fixture
+def embedded_result() -> ChunkResult:
+    """The same result as a worker's record gives it back with ``embed``: every chunk's vector of
+    its embedded text, packed as the record stores it, then decoded."""
+    from schemas.chunks import PACKED_EMBEDDINGS, embedded_text
+
+    result = _result().model_copy(deep=True)
+    for chunk in result.chunks:
+        chunk.embedding = text_vector(embedded_text(chunk))
+    return ChunkResult.model_validate_json(result.model_dump_json(context={PACKED_EMBEDDINGS: True}))

@@ -97,3 +97,50 @@ def test_a_chunk_under_no_heading_names_the_documents_parent_by_document_id():
     first = to_documents(preamble)[0]
     assert preamble.chunks[0].parent_id == "doc" and first.metadata["parent_id"] == "notes:doc"
     assert to_parent_documents(preamble)[0].id == "notes:doc"
+def test_embeddings_are_ready_for_add_embeddings(embedded_result: ChunkResult):
+    from adapters.langchain import to_embeddings
+    from tests.adapters.conftest import text_vector
+
+    embedded = to_embeddings(embedded_result)
+    chunks = embedded_result.chunks
+    assert embedded.ids == [c.chunk_id for c in chunks]
+    assert embedded.texts == [c.embed_text for c in chunks]  # what was embedded
+    assert embedded.embeddings == [text_vector(c.embed_text) for c in chunks]  # exact: float32 round trip
+    assert embedded.metadatas == [d.metadata for d in to_documents(embedded_result)]
+    assert embedded.text_embeddings == list(zip(embedded.texts, embedded.embeddings, strict=True))
+    assert set(embedded.as_keywords()) == {"texts", "embeddings", "metadatas", "ids"}
+
+
+def test_a_store_takes_the_vectors_without_embedding_again(embedded_result: ChunkResult):
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from adapters.langchain import to_embeddings
+
+    class NoEmbedding(Embeddings):  # the store may embed queries, never the documents
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            raise AssertionError("documents embedded again")
+
+        def embed_query(self, text: str) -> list[float]:
+            from tests.adapters.conftest import text_vector
+            return text_vector(text)
+
+    class StoreWithAddEmbeddings(InMemoryVectorStore):  # PGVector's add_embeddings signature
+        def add_embeddings(self, texts, embeddings, metadatas=None, ids=None):
+            for text, vector, metadata, id_ in zip(texts, embeddings, metadatas, ids, strict=True):
+                self.store[id_] = {"id": id_, "vector": vector, "text": text, "metadata": metadata}
+            return ids
+
+    embedded = to_embeddings(embedded_result)
+    store = StoreWithAddEmbeddings(NoEmbedding())
+    assert store.add_embeddings(**embedded.as_keywords()) == embedded.ids
+    for text, chunk_id in list(zip(embedded.texts, embedded.ids, strict=True))[::7]:
+        [found] = store.similarity_search(text, k=1)  # the query's vector equals the stored one
+        assert found.id == chunk_id
+
+
+def test_a_result_without_vectors_is_refused_in_one_line(result: ChunkResult):
+    from adapters.langchain import to_embeddings
+
+    with pytest.raises(ValueError, match="has no embedding: chunk with embed"):
+        to_embeddings(result)

@@ -112,3 +112,16 @@ def test_auto_merging_retriever_merges_chunks_up_into_their_parent(result: Chunk
     assert kept & parent_ids, "no chunk was merged into its parent"
     texts = "\n\n".join(hit.node.text for hit in merged)
     assert all(chunk.text in texts for chunk in result.chunks)  # nothing lost by merging
+def test_nodes_carry_the_vectors_of_their_text(embedded_result: ChunkResult):
+    from schemas.chunks import embedded_text
+    from tests.adapters.conftest import text_vector
+
+    nodes = to_nodes(embedded_result)
+    assert [n.embedding for n in nodes] == [text_vector(embedded_text(c)) for c in embedded_result.chunks]
+    assert all(n.get_content(metadata_mode="embed") == embedded_text(c)
+               for n, c in zip(nodes, embedded_result.chunks, strict=True))
+    assert all(n.embedding is None for n in to_nodes(embedded_result, content="text"))
+
+
+def test_nodes_without_embed_have_no_vector(result: ChunkResult):
+    assert all(n.embedding is None for n in to_nodes(result))

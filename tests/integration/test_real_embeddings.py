@@ -604,3 +604,68 @@ def test_the_packaged_model_directory_is_a_sentence_transformers_tokenizer(refer
         assert count(counter, text) == count(pinned, text)
         if tokenizer is not None:
             assert count(counter, text) == len(tokenizer(text, truncation=False)["input_ids"])
+
+
+# --- embedding as part of the job (docs/encoders.md, "Embedding chunks") ------------------------
+
+EMBED_DOCUMENT = Path(__file__).resolve().parents[1] / "fixtures" / "docling" / "2206.01062.docling.json"
+
+
+def _embed_payload(document_id: str, **config: Any) -> dict[str, Any]:
+    from loaders.docling import blocks_from_docling
+
+    blocks = blocks_from_docling(json.loads(EMBED_DOCUMENT.read_text(encoding="utf-8")))
+    return {"document_id": document_id, "blocks": blocks,
+            "config": {"fit": "model", "heading_context": True, **config}}
+
+
+def test_embed_through_a_worker_equals_the_librarys_vectors(
+    real_model: RealModel, reference: RealModel, xdg_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from schemas import ChunkResult
+    from schemas.chunks import embedded_text, unpack_vector
+    from service.store import ResultStore
+    from tasks.chunk import run_chunk_job
+    from worker.context import WorkerContext, build_process_embedders, build_process_resources
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(xdg_cache))  # the worker finds the session's exports
+    settings = Settings(semantic_enabled=True, model_path=str(real_model.path), torch_threads=1,
+                        word_list_path=None, language_id=False, encoder_backend=real_model.backend)
+    store = ResultStore(fakeredis.FakeRedis(), "lp-real-embed", 60)
+    with worker_state_restored():
+        resources = build_process_resources(settings)
+        context = WorkerContext(settings=settings, store=store, resources=resources,
+                                embedders=build_process_embedders(settings, resources))
+        run_chunk_job(_embed_payload("embedded", embed=True), context, task_id="t-1")
+    record = store.load_record("embedded")
+    assert record is not None and record["status"] == "SUCCESS", record
+    result = ChunkResult.model_validate(record["result"])
+    texts = [embedded_text(chunk) for chunk in result.chunks]
+    assert len(texts) > 20 and any(chunk.embed_text for chunk in result.chunks)
+    stats = result.stats.embedding
+    assert stats is not None
+    described = (stats.model, stats.weights_sha256, stats.backend, stats.dimension, stats.normalized)
+    assert described == ("all-MiniLM-L6-v2", PINNED_SHA256, real_model.backend, 384, True)
+    assert (stats.embedded, stats.reused) == (len(texts), 0)
+    stored = np.array([chunk.embedding for chunk in result.chunks], dtype=np.float32)
+    # the record round trip is exact: the packed float32 values are this backend's own vectors
+    assert np.array_equal(stored, np.asarray(real_model.encoder.encode(texts), dtype=np.float32))
+    assert all(np.array_equal(np.float32(unpack_vector(raw["embedding"])), vector)
+               for raw, vector in zip(record["result"]["chunks"], stored, strict=True))
+    library = np.asarray(reference.encoder.encode(texts), dtype=np.float32)  # torch fp32, the reference
+    cosines = (stored * library).sum(1) / np.linalg.norm(stored, axis=1) / np.linalg.norm(library, axis=1)
+    assert cosines.min() >= 0.999, (real_model.backend, float(cosines.min()))
+    assert np.allclose(np.linalg.norm(stored, axis=1), 1.0, atol=1e-3)  # the model card: normalised
+
+
+def test_a_declared_encoder_embeds_as_the_library_does(reference: RealModel) -> None:
+    from loaders.embedding import load_declared_encoder
+    from schemas.encoders import EncoderSpec
+
+    texts = [" ".join(document["blocks"]) for document in DOCUMENTS[:4]]  # long ones go in windows
+    spec = EncoderSpec(path=str(reference.path), sha256=PINNED_SHA256)
+    with worker_state_restored():
+        embedder = load_declared_encoder("minilm", spec)
+    assert (embedder.backend, embedder.normalized, embedder.prefix_tokens, embedder.dimension) == (
+        "torch", True, 0, 384)
+    assert np.array_equal(embedder.passages(texts), reference.encoder.encode(texts))

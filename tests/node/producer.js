@@ -109,7 +109,9 @@ async function main() {
     console.error(`producer.js: request is ${size} bytes of JSON, over LONGPARSER_MAX_PAYLOAD_BYTES (${maxPayloadBytes})`);
     return 2;
   }
-  const semantic = Boolean(request.config && request.config.use_semantic_chunking === true);
+  // semantic boundaries and embed need a worker holding an encoder: the semantic queue
+  const config = request.config || {};
+  const semantic = config.use_semantic_chunking === true || (config.embed !== undefined && config.embed !== false);
   const queue = semantic ? semanticQueue : structuralQueue;
 
   const store = new Redis(resultUrl, { maxRetriesPerRequest: 3 });

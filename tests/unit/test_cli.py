@@ -761,10 +761,12 @@ def test_output_keys_are_in_schema_order(
 
     printed = json.loads(out)
     assert list(printed) == list(ChunkResult.model_fields)
-    # boxes: absent when no block has a box (these blocks have none)
-    assert list(printed["chunks"][0]) == [name for name in Chunk.model_fields if name != "boxes"]
-    # stats.config echoes the fit preset only: absent without one
-    assert list(printed["stats"]) == [name for name in ChunkStats.model_fields if name != "config"]
+    # boxes: absent when no block has a box (these blocks have none); embedding: absent without embed
+    absent = ("boxes", "embedding")
+    assert list(printed["chunks"][0]) == [name for name in Chunk.model_fields if name not in absent]
+    # stats.config echoes the fit preset only, stats.embedding embed only: absent without them
+    absent = ("config", "embedding")
+    assert list(printed["stats"]) == [name for name in ChunkStats.model_fields if name not in absent]
 
 
 @pytest.mark.parametrize(

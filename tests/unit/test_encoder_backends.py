@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 import loaders.export as export
 from config.settings import Settings
 from loaders.encoder import OFFLINE_ENV, SentenceTransformerEncoder, load_encoder
-from loaders.encoder_backends import BACKENDS, ExportedEncoder, backend_model_name, token_batches
+from loaders.encoder_backends import AUTO, BACKENDS, ExportedEncoder, backend_model_name, token_batches
 from loaders.pinned_model import MODEL_NAME, EncoderUnavailable
 from loaders.resources import ResourceSpec, build_resources
 from loaders.tokenizer import load_model_counter
@@ -495,8 +495,8 @@ def test_exported_encoder_returns_rows_in_input_order() -> None:
 
 def test_settings_name_exactly_the_loader_backends(monkeypatch: pytest.MonkeyPatch) -> None:
     field = Settings.model_fields["encoder_backend"]
-    assert get_args(field.annotation) == BACKENDS
-    assert field.default == "torch"
+    assert get_args(field.annotation) == (AUTO, *BACKENDS)
+    assert field.default == AUTO
     monkeypatch.setenv("LONGPARSER_ENCODER_BACKEND", "openvino")
     assert Settings().encoder_backend == "openvino"
 
@@ -535,3 +535,21 @@ def test_results_name_the_backend() -> None:
     assert backend_model_name("torch", "ignored") == MODEL_NAME
     assert backend_model_name("onnx") == f"{MODEL_NAME} (onnx)"
     assert backend_model_name("openvino", "f32") == f"{MODEL_NAME} (openvino, f32)"
+
+
+def test_auto_takes_openvino_only_where_it_is_installed_and_exported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import loaders.encoder_backends as encoder_backends
+    from loaders.export import MANIFEST, artefact_dir
+    from loaders.pinned_model import PINNED_SHA256
+
+    assert encoder_backends.resolve_backend("onnx", tmp_path) == "onnx"  # named: taken as it is
+    monkeypatch.setattr(encoder_backends, "missing_runtime", lambda backend: None)
+    assert encoder_backends.resolve_backend(AUTO, tmp_path) == "torch"  # not exported: never exported here
+    exported = artefact_dir(tmp_path, "openvino", PINNED_SHA256)
+    exported.mkdir(parents=True)
+    (exported / MANIFEST).write_text("{}")
+    assert encoder_backends.resolve_backend(AUTO, tmp_path) == "openvino"
+    monkeypatch.setattr(encoder_backends, "missing_runtime", lambda backend: "openvino is not installed")
+    assert encoder_backends.resolve_backend(AUTO, tmp_path) == "torch"

@@ -433,7 +433,7 @@ def test_signal_handlers_act_only_for_a_worker_of_their_own_app(
     first.set_current()
     worker.signals.worker_process_init.send(sender="node@host")
     assert built == ["second", "first"] and first.context == "first"
-    assert len(first.signal_handlers) == len(second.signal_handlers) == 4
+    assert len(first.signal_handlers) == len(second.signal_handlers) == 6
 
 
 # --- ready means ready: the parent waits for its pool processes (worker.readiness) ---------------

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import base64
+import sys
+from array import array
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    FieldSerializationInfo,
     SerializerFunctionWrapHandler,
     SkipValidation,
+    field_serializer,
+    field_validator,
     model_serializer,
 )
 from typing_extensions import TypedDict
@@ -46,6 +53,40 @@ def _empty(value: list[Any]) -> bool:
     return not value
 
 
+def _none(value: Any) -> bool:
+    return value is None
+
+
+# Serialisation context under which each chunk's ``embedding`` is written packed (the stored
+# record): ``{PACKED_EMBEDDINGS: True}``.
+PACKED_EMBEDDINGS = "pack_embeddings"
+
+
+def pack_vector(vector: Sequence[float]) -> str:
+    """A vector as the stored record keeps it: base64 of its little-endian float32 values."""
+    values = array("f", vector)
+    if sys.byteorder == "big":
+        values.byteswap()
+    return base64.b64encode(values.tobytes()).decode("ascii")
+
+
+def unpack_vector(packed: str) -> list[float]:
+    """The floats :func:`pack_vector` packed (each exactly the float32 it stored)."""
+    values = array("f")
+    values.frombytes(base64.b64decode(packed, validate=True))
+    if sys.byteorder == "big":
+        values.byteswap()
+    return values.tolist()
+
+
+def embedded_text(chunk: Mapping[str, Any] | Chunk) -> str:
+    """What is embedded for a chunk: its ``embed_text`` (heading breadcrumb and text) when it has
+    one, else its ``text``; the one definition the worker, the vector store and the adapters use."""
+    if isinstance(chunk, Mapping):
+        return chunk.get("embed_text") or chunk["text"]
+    return chunk.embed_text or chunk.text
+
+
 class Chunk(BaseModel):
     """One retrieval unit.
 
@@ -78,6 +119,20 @@ class Chunk(BaseModel):
     # copying a list and a dict per chunk into the model cost the default mode's speed (the
     # collector's full passes grow with every container a result holds).
     boxes: Annotated[list[ChunkBox], SkipValidation] = Field(default_factory=list, exclude_if=_empty)
+    # with ``embed``: the vector of embedded_text(chunk); floats, packed in the stored record
+    # (pack_vector); absent without ``embed``, so other results stay as they were
+    embedding: list[float] | None = Field(default=None, exclude_if=_none)
+
+    @field_validator("embedding", mode="before")
+    @classmethod
+    def _unpacked(cls, value: Any) -> Any:
+        return unpack_vector(value) if isinstance(value, str) else value
+
+    @field_serializer("embedding", when_used="unless-none")
+    def _packed_in_the_record(self, value: Any, info: FieldSerializationInfo) -> Any:
+        if info.context and info.context.get(PACKED_EMBEDDINGS):
+            return pack_vector(value)
+        return value.tolist() if hasattr(value, "tolist") else value
 
 
 class ChunkParent(BaseModel):
@@ -127,6 +182,34 @@ class SemanticStats(BaseModel):
     reason: str | None = None
 
 
+class EmbeddingStoreStats(BaseModel):
+    """What the vector store did with one document's chunks (one transaction)."""
+
+    model_config = _OUTPUT
+
+    collection: str
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+
+
+class EmbeddingStats(BaseModel):
+    """Which model embedded a request's chunks, and how many vectors were computed or reused."""
+
+    model_config = _OUTPUT
+
+    model: str
+    weights_sha256: str | None = None
+    backend: str
+    dimension: int
+    normalized: bool
+    # vectors computed for this request, and vectors the store kept (same weights, same text)
+    embedded: int = 0
+    reused: int = 0
+    store: EmbeddingStoreStats | None = None
+
+
 class ChunkStats(BaseModel):
     """Counts and timings for one chunking run (nothing is dropped without a trace here)."""
 
@@ -148,13 +231,16 @@ class ChunkStats(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     # With the ``fit`` preset: the config it expanded to (``fit`` and every field); absent otherwise.
     config: dict[str, Any] | None = None
+    # With ``embed``: the model, its weights and backend, the vectors' shape and counts; absent otherwise.
+    embedding: EmbeddingStats | None = None
 
     @model_serializer(mode="wrap")
     def _without_absent_config(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # absent, not null: results of requests without the preset stay as they were
+        # absent, not null: results of requests without the preset (or embed) stay as they were
         data = handler(self)
-        if data.get("config") is None:
-            data.pop("config", None)
+        for optional in ("config", "embedding"):
+            if data.get(optional) is None:
+                data.pop(optional, None)
         return data
 
 

@@ -238,6 +238,13 @@ class ChunkingConfig(BaseModel):
     """`cohesion` only: blocks up to 8 apart "belong together" above this cosine"""
     semantic_boundary_cost: float = Field(default=0.15, ge=0.0, le=10.0)
     """`cohesion` only: what a boundary must save to be placed"""
+    # --- vectors (docs/encoders.md) -----------------------------------------------------------
+    embed: bool | str = False
+    """each chunk also gets `embedding`, the vector of its embedded text: `true` (the encoder `fit`
+    names when the workers declare one by that name, else the pinned all-MiniLM-L6-v2) or an
+    encoder's declared name, never a path (goes to the `semantic` queue;
+    [encoders.md](encoders.md#embedding-chunks))
+    """
 
     def semantic_method_args(self) -> dict[str, Any]:
         """Keyword arguments of ``longparser.semantic.section_boundaries`` after the threshold.
@@ -257,6 +264,20 @@ class ChunkingConfig(BaseModel):
     @classmethod
     def _token_counter_reference(cls, value: str) -> str:
         return _counter_reference(value, "token_counter")
+
+    @field_validator("embed")
+    @classmethod
+    def _encoder_name(cls, value: bool | str) -> bool | str:
+        if isinstance(value, str) and (value in BUILTIN_COUNTERS or not _TOKENIZER_NAME.fullmatch(value)):
+            raise ValueError(f"embed {value!r} is not an encoder's name: true, false, or a name the "
+                             f"workers declare (LONGPARSER_ENCODERS; {TOKENIZER_NAME_PATTERN}); a request "
+                             "never names a path")
+        return value
+
+    @property
+    def needs_encoder(self) -> bool:
+        """Whether the request needs a worker holding an encoder (semantic boundaries or ``embed``)."""
+        return self.use_semantic_chunking or self.embed is not False
 
     @field_validator("fit")
     @classmethod

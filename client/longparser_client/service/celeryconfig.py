@@ -86,7 +86,8 @@ def _queues(settings: Settings) -> list[Queue]:
 
 
 def semantic_router(settings: Settings) -> Any:
-    """A Celery router sending ``chunk_document`` calls to the queue their request asks for.
+    """A Celery router sending ``chunk_document`` calls to the queue their request asks for (the
+    semantic queue for semantic boundaries or ``embed``).
 
     The client passes the queue explicitly (an explicit queue wins over routers); this makes a
     producer that calls ``apply_async``/``send_task`` on the task name route the same way.
@@ -97,8 +98,9 @@ def semantic_router(settings: Settings) -> Any:
             return None
         request = args[0] if args else (kwargs or {}).get("payload")
         config = request.get("config") if isinstance(request, dict) else None
-        semantic = isinstance(config, dict) and config.get("use_semantic_chunking") is True
-        return {"queue": settings.queue_for(semantic)}
+        needs_encoder = isinstance(config, dict) and (
+            config.get("use_semantic_chunking") is True or config.get("embed", False) is not False)
+        return {"queue": settings.queue_for(needs_encoder)}
 
     return route
 

@@ -19,6 +19,10 @@ Keys (``P`` = ``LONGPARSER_KEY_PREFIX``):
   record (a message whose run kills its process), raised at each start and deleted in the write
   that stores the record (:mod:`service.store`), with the results' TTL;
 * ``P:events`` - the completion stream: one entry per stored record (see :mod:`service.events`).
+* ``P:encoders`` - the encoders live workers hold, a hash (field: the worker's node name, value:
+  JSON ``{"queue", "encoders", "expires"}``) each worker parent rewrites every few seconds, with
+  a time-to-live on the key (:mod:`service.encoders`); ``submit`` reads it to refuse ``embed``
+  that no live worker can serve.
 * ``P:unreadable`` - how many messages workers refused before their document id could be read
   (no record can name them; ``longparser metrics``), an integer raised by ``INCR``.
 
@@ -109,6 +113,14 @@ def start_count_key(prefix: str, task_id: str) -> str:
 def events_key(prefix: str) -> str:
     """Key of the completion-event stream."""
     return f"{prefix}:{EVENTS_SUFFIX}"
+
+
+ENCODERS_SUFFIX = "encoders"
+
+
+def encoders_key(prefix: str) -> str:
+    """Key of the hash of encoders that live workers announce (:mod:`service.encoders`)."""
+    return f"{prefix}:{ENCODERS_SUFFIX}"
 
 
 UNREADABLE_SUFFIX = "unreadable"
