@@ -256,6 +256,38 @@ _CHUNKS_PER_PIECE = 500
 _encode_chunks = TypeAdapter(list[Chunk]).serializer.to_json
 
 
+_VECTOR_STORES: dict[tuple[str, str], Any] = {}
+# id(encoder) -> (encoder, its output size): the encoder kept, so its id is never another's.
+_ENCODER_DIMENSIONS: dict[int, tuple[Any, int]] = {}
+
+
+def store_vectors(context: WorkerContext, document_id: str, result: ChunkResult) -> Any:
+    """Embed ``result``'s chunks and apply them to the vector store (worker.vector_store), before
+    the record is stored, so the completion event follows the store's commit. Runs on a worker
+    with ``LONGPARSER_VECTOR_STORE_URL`` set and an encoder loaded; returns the StoreOutcome.
+
+    Raises:
+        StoreUnavailable: PostgreSQL stayed away for the store retry window (nothing written;
+            the message is left for redelivery, like a Redis outage).
+    """
+    from worker.vector_store import EncoderIdentity, VectorStore, VectorStoreUnavailable
+
+    settings, encoder = context.settings, context.resources.encoder
+    key = (settings.vector_store_url, settings.vector_collection)
+    if key not in _VECTOR_STORES:
+        _VECTOR_STORES[key] = VectorStore.open(*key, retry_window=settings.store_retry_window,
+                                               waits=context.waits)
+    if id(encoder) not in _ENCODER_DIMENSIONS:  # the model's output size, measured once per process
+        _ENCODER_DIMENSIONS[id(encoder)] = (encoder, int(encoder.encode(["dimension"]).shape[1]))
+    identity = EncoderIdentity(name=encoder.name, weights_sha256=encoder.weights_sha256,
+                               dimension=_ENCODER_DIMENSIONS[id(encoder)][1], normalized=True)
+    chunks = [chunk.model_dump() for chunk in result.chunks]
+    try:
+        return _VECTOR_STORES[key].embed_and_apply(document_id, chunks, identity, encoder.encode)
+    except VectorStoreUnavailable as exc:
+        raise StoreUnavailable(f"{exc}; message left for redelivery") from exc
+
+
 def result_json_pieces(result: ChunkResult) -> Iterator[bytes]:
     """The result's JSON, exactly as pydantic's serializer writes it whole, in pieces of a few
     hundred chunks; each piece's chunks are taken out of ``result.chunks`` as it is encoded, so
@@ -360,6 +392,10 @@ def run_chunk_job(
             result = chunk_request(request, context.resources)
         else:
             result = _chunk_referenced(request, raw_blocks, context)  # empties raw_blocks
+        if context.settings.vector_store_url and context.resources.encoder is not None:
+            report("embedding", {"document_id": request.document_id, "blocks": blocks,
+                                 "chunks": len(result.chunks)})
+            store_vectors(context, request.document_id, result)
     except ReferenceMissing as exc:
         done = _stored_same_request(context, document_id, reference) if reference and document_id else None
         if done is not None:  # a run of this very request stored its result, then consumed the bytes

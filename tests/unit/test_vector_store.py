@@ -32,7 +32,7 @@ WORDS = ("ledger", "harbour", "signal", "orchard", "quarry", "lantern", "meadow"
 
 
 def stub_vector(text: str, dimension: int = DIMENSION) -> np.ndarray:
-    raw = np.frombuffer(hashlib.sha256(text.encode()).digest()[: dimension * 4], dtype=np.uint32)
+    raw = np.frombuffer(hashlib.shake_256(text.encode()).digest(dimension * 4), dtype=np.uint32)
     vector = raw.astype(np.float32) - 2**31
     return vector / np.linalg.norm(vector)
 
