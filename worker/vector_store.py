@@ -184,7 +184,7 @@ class VectorStore:
 
         try:
             return call_with_retry(attempt, window=self.retry_window, what=what, waits=self.waits,
-                                   retry_on=is_transient)
+                                   retry_on=is_transient, service="PostgreSQL")
         except Exception as exc:
             if is_transient(exc):
                 raise VectorStoreUnavailable(
