@@ -163,7 +163,9 @@ class VectorStore:
         connection = psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT_S, autocommit=True)
         try:
             if connection.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is None:
-                connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                with connection.transaction():  # two first workers at once: one creates, one waits
+                    connection.execute(sql.SQL("SELECT pg_advisory_xact_lock({})").format(self._lock_key()))
+                    connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
             register_vector(connection)
         except BaseException:
             connection.close()

@@ -287,3 +287,20 @@ def test_a_restart_between_embedding_and_writing_is_waited_out(postgres, store):
     assert len(encoder.calls) == 1
     assert set(rows(store)) == {chunk["chunk_id"] for chunk in new}
     assert outcome.inserted + outcome.updated + outcome.unchanged == len(new)
+
+
+def test_search_of_one_document_is_exact_where_the_hnsw_index_would_miss_its_chunks(store):
+    for seed in range(12):  # the document is a small part of the collection
+        store.embed_and_apply(f"doc-{seed}", chunked(twenty_pages(seed=seed), f"doc-{seed}"), ENCODER,
+                              StubEncoder())
+    with psycopg.connect(store.url, autocommit=True) as connection:
+        connection.execute(f'ANALYZE "{store.collection}"')  # the statistics that make HNSW the cheapest plan
+    chunks = chunked(twenty_pages(seed=3), "doc-3")
+    query = stub_vector("a question")
+    matrix = np.stack([stub_vector(chunk["embed_text"]) for chunk in chunks])
+    scores = matrix @ query
+    # the exact top 5 (the HNSW index, filtered afterwards, would return only those of its 40
+    # ef_search candidates that belong to the document: about 3)
+    found = store.search(query, k=5, document_id="doc-3")
+    expected = [chunks[i]["chunk_id"] for i in np.argsort(-scores, kind="stable")[:5]]
+    assert [hit["chunk_id"] for hit in found] == expected
