@@ -20,7 +20,7 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 
-.PHONY: run test test-real test-faults test-adapters test-node bench bench-retrieval lint venv dev embeddings constraints clean
+.PHONY: run test test-real test-faults test-adapters test-node bench bench-retrieval bench-store lint venv dev embeddings constraints clean
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)
@@ -116,6 +116,11 @@ bench: $(VENV)/.dev
 		-d $(dir $(REFERENCE_WHEEL)) || echo "reference wheel unavailable: engine figures only"
 	$(PY) bench/bench_engine.py
 	$(PY) bench/bench_tokenizers.py
+
+# The vector store's cost (docs/vectors.md): the longest dev document chunked, embedded and written
+# to a PostgreSQL with pgvector that pgserver starts in a temporary directory, against embedding alone.
+bench-store: $(VENV)/.embeddings
+	$(PY) bench/bench_store.py
 
 # The real-document retrieval benchmark (docs/retrieval-benchmark.md): the anchors (docling-core,
 # LangChain, chonkie) run in a throwaway venv under bench-data/ built from pinned requirements,

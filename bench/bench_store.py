@@ -16,6 +16,7 @@ shared machine's load changes both alike; the ratio is the median of each pair's
 PostgreSQL with pgvector is the one ``pgserver`` bundles, started in a temporary directory
 (tests/pg.py), unless ``--url`` names one. Figures: bench/README.md.
 
+    make bench-store
     python bench/bench_store.py [--repeat 3] [--backend torch] [--url postgresql://...]
 """
 
