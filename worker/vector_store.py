@@ -24,7 +24,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
@@ -112,24 +112,15 @@ def is_transient(exc: BaseException) -> bool:
 
 @dataclass(frozen=True)
 class _Row:
+    """A row of the collection, as stored or as a chunk is to be written. Two rows are equal when
+    nothing needs writing: the vector follows from the weights and the embedded text."""
+
+    chunk_id: str
     text: str
     text_sha256: str
     weights_sha256: str
     metadata: dict[str, Any]
-    embedding: np.ndarray
-
-
-@dataclass(frozen=True)
-class _NewRow:
-    chunk_id: str
-    text: str
-    text_sha256: str
-    metadata: dict[str, Any]
-    embedding: np.ndarray
-
-    def same_as(self, row: _Row, weights_sha256: str) -> bool:
-        return (row.text == self.text and row.text_sha256 == self.text_sha256
-                and row.weights_sha256 == weights_sha256 and row.metadata == self.metadata)
+    embedding: np.ndarray = field(compare=False)
 
 
 class VectorStore:
@@ -251,7 +242,7 @@ class VectorStore:
     def _rows(self, connection: psycopg.Connection, document_id: str) -> dict[str, _Row]:
         query = sql.SQL("SELECT chunk_id, text, text_sha256, weights_sha256, metadata, embedding "
                         "FROM {} WHERE document_id = %s").format(self._table)
-        return {chunk_id: _Row(text, digest, weights, metadata, embedding.to_numpy())
+        return {chunk_id: _Row(chunk_id, text, digest, weights, metadata, embedding.to_numpy())
                 for chunk_id, text, digest, weights, metadata, embedding
                 in connection.execute(query, [document_id]).fetchall()}
 
@@ -286,7 +277,8 @@ class VectorStore:
         vectors = {digests[index]: computed[position] for position, index in enumerate(missing)}
         for chunk, digest in zip(chunks, digests, strict=True):
             chunk["embedding"] = np.asarray(vectors.get(digest, reusable.get(digest)), dtype=np.float32)
-        rows = [_NewRow(chunk["chunk_id"], chunk["text"], digest, chunk_metadata(chunk), chunk["embedding"])
+        rows = [_Row(chunk["chunk_id"], chunk["text"], digest, encoder.weights_sha256, chunk_metadata(chunk),
+                     chunk["embedding"])
                 for chunk, digest in zip(chunks, digests, strict=True)]
         counts = self._with_retry(f"storing the vectors of {document_id}",
                                   lambda connection: self._apply(connection, document_id, rows, encoder))
@@ -305,7 +297,7 @@ class VectorStore:
                                    f"{len(texts)} texts; {encoder.dimension} dimensions declared")
         return vectors
 
-    def _apply(self, connection: psycopg.Connection, document_id: str, rows: list[_NewRow],
+    def _apply(self, connection: psycopg.Connection, document_id: str, rows: list[_Row],
                encoder: EncoderIdentity) -> dict[str, int]:
         """The diff against the rows as they are under the document's lock, in one transaction."""
         self._ensure_table(connection, encoder.dimension)
@@ -316,9 +308,8 @@ class VectorStore:
             wanted = {row.chunk_id: row for row in rows}
             removed = [chunk_id for chunk_id in stored if chunk_id not in wanted]
             added = [row for row in wanted.values() if row.chunk_id not in stored]
-            weights = encoder.weights_sha256
             changed = [row for row in wanted.values()
-                       if row.chunk_id in stored and not row.same_as(stored[row.chunk_id], weights)]
+                       if row.chunk_id in stored and row != stored[row.chunk_id]]
             if removed:
                 connection.execute(sql.SQL("DELETE FROM {} WHERE document_id = %s AND chunk_id = ANY(%s)")
                                    .format(self._table), [document_id, removed])
