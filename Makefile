@@ -87,7 +87,7 @@ test-faults: $(VENV)/.dev
 # case (a semantic worker on the suite's Redis) runs here too: the default suite has no model.
 test-real: $(VENV)/.backends
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest tests/integration/test_real_embeddings.py \
-		tests/integration/test_path_equivalence.py -m real_embeddings \
+		tests/integration/test_path_equivalence.py tests/integration/test_real_search.py -m real_embeddings \
 		--run-real-embeddings --no-cov --encoder-backend torch --encoder-backend onnx \
 		--encoder-backend onnx-int8 --encoder-backend openvino
 
