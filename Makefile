@@ -20,7 +20,7 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 
-.PHONY: run test test-real test-faults test-adapters test-node bench bench-retrieval lint venv dev embeddings constraints clean
+.PHONY: run test test-real test-faults test-adapters test-node bench bench-retrieval bench-store lint venv dev embeddings constraints clean
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)
@@ -87,7 +87,7 @@ test-faults: $(VENV)/.dev
 # case (a semantic worker on the suite's Redis) runs here too: the default suite has no model.
 test-real: $(VENV)/.backends
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest tests/integration/test_real_embeddings.py \
-		tests/integration/test_path_equivalence.py -m real_embeddings \
+		tests/integration/test_path_equivalence.py tests/integration/test_real_search.py -m real_embeddings \
 		--run-real-embeddings --no-cov --encoder-backend torch --encoder-backend onnx \
 		--encoder-backend onnx-int8 --encoder-backend openvino
 
@@ -116,6 +116,11 @@ bench: $(VENV)/.dev
 		-d $(dir $(REFERENCE_WHEEL)) || echo "reference wheel unavailable: engine figures only"
 	$(PY) bench/bench_engine.py
 	$(PY) bench/bench_tokenizers.py
+
+# The vector store's cost (docs/vectors.md): the longest dev document chunked, embedded and written
+# to a PostgreSQL with pgvector that pgserver starts in a temporary directory, against embedding alone.
+bench-store: $(VENV)/.embeddings
+	$(PY) bench/bench_store.py
 
 # The real-document retrieval benchmark (docs/retrieval-benchmark.md): the anchors (docling-core,
 # LangChain, chonkie) run in a throwaway venv under bench-data/ built from pinned requirements,

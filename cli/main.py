@@ -8,7 +8,9 @@ Subcommands:
   worker fleet;
 * ``result DOCUMENT_ID [--diff]`` - fetch a stored result (or its chunk-id diff);
 * ``metrics [--queue Q] [--port N] [--bind ADDR]`` - each queue's depth and the messages workers
-  hold, as Prometheus text (printed once, or served at ``/metrics``).
+  hold, as Prometheus text (printed once, or served at ``/metrics``);
+* ``search QUESTION [--document-id ID] [-k N] [--result FILE.json]`` - the chunks nearest a
+  question, from the vector store or a result with embeddings (:mod:`cli.search`).
 
 The evaluation and benchmark commands (``evaluate``, ``evaluate-retrieval``, ``bench-retrieval``)
 are not installed with the worker: they run from a source checkout as ``python -m lpeval
@@ -222,6 +224,15 @@ def build_parser() -> argparse.ArgumentParser:
     from cli.metrics import add_arguments as add_metrics_arguments
 
     add_metrics_arguments(metrics)
+
+    search = sub.add_parser(
+        "search", help="the chunks nearest a question, from the vector store (docs/vectors.md)",
+        epilog="exit status: 0 printed; 1 nothing found; 2 no store configured, bad settings or input; "
+               "3 store unreachable.",
+    )
+    from cli.search import add_arguments as add_search_arguments
+
+    add_search_arguments(search)
     return parser
 
 
@@ -284,6 +295,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from cli.metrics import run_metrics
 
         return run_metrics(args)
+    if args.command == "search":
+        from cli.search import run_search
+
+        return run_search(args)
     raise AssertionError(args.command)  # argparse rejects unknown commands
 
 

@@ -138,29 +138,48 @@ def with_prefix_reserve(request: ChunkRequest, embedder: Embedder) -> ChunkReque
     return request if config is request.config else request.model_copy(update={"config": config})
 
 
-def embed_chunks(result: ChunkResult, document_id: str, embedder: Embedder, settings: Settings) -> None:
+def embed_chunks(result: ChunkResult, document_id: str, embedder: Embedder, context: WorkerContext) -> None:
     """Give every chunk its vector: through the vector store when the worker has one (it reuses
-    the vectors of unchanged embedded texts and writes the document's diff), else computed here."""
-    # LONGPARSER_VECTOR_STORE_URL, one of the vector store's settings
-    store_url = getattr(settings, "vector_store_url", None)
-    if not store_url:
+    the vectors of unchanged embedded texts and writes the document's diff in one transaction,
+    before the record, so the completion event follows the commit), else computed here.
+
+    Raises:
+        StoreUnavailable: PostgreSQL stayed away for the store retry window (nothing written;
+            the message is left for redelivery, like a Redis outage).
+    """
+    settings = context.settings
+    if not settings.vector_store_url:
         embed_result(result, embedder)
         return
-    from worker.vector_store import EncoderIdentity, VectorStore
+    from worker.vector_store import EncoderIdentity, VectorStoreUnavailable
 
-    collection = settings.vector_collection
     identity = EncoderIdentity(name=embedder.name, weights_sha256=embedder.weights_sha256 or "",
                                dimension=embedder.dimension, normalized=embedder.normalized)
     chunks = [chunk.model_dump() for chunk in result.chunks]
-    store = VectorStore.open(store_url, collection)
     try:
-        outcome = store.embed_and_apply(document_id, chunks, identity, embedder.passages)
-    finally:
-        store.close()
-    written = EmbeddingStoreStats(collection=collection, inserted=outcome.inserted, updated=outcome.updated,
-                                  deleted=outcome.deleted, unchanged=outcome.unchanged)
+        outcome = _vector_store(context).embed_and_apply(document_id, chunks, identity, embedder.passages)
+    except VectorStoreUnavailable as exc:
+        raise StoreUnavailable(f"{exc}; message left for redelivery") from exc
+    written = EmbeddingStoreStats(collection=settings.vector_collection, inserted=outcome.inserted,
+                                  updated=outcome.updated, deleted=outcome.deleted,
+                                  unchanged=outcome.unchanged)
     attach_vectors(result, [chunk["embedding"] for chunk in chunks],
                    embedder.stats(embedded=outcome.embedded, reused=outcome.reused, store=written))
+
+
+# (url, collection) -> the process's VectorStore: opened once per pool child, like its Redis client
+_VECTOR_STORES: dict[tuple[str, str], Any] = {}
+
+
+def _vector_store(context: WorkerContext) -> Any:
+    from worker.vector_store import VectorStore
+
+    settings = context.settings
+    key = (settings.vector_store_url, settings.vector_collection)
+    if key not in _VECTOR_STORES:
+        _VECTOR_STORES[key] = VectorStore.open(*key, retry_window=settings.store_retry_window,
+                                               waits=context.waits)
+    return _VECTOR_STORES[key]
 
 
 def raw_document_id(payload: Any) -> str | None:
@@ -418,7 +437,7 @@ def run_chunk_job(
         if embedder is not None:
             report("embedding", {"document_id": request.document_id, "blocks": blocks,
                                  "chunks": len(result.chunks)})
-            embed_chunks(result, request.document_id, embedder, context.settings)
+            embed_chunks(result, request.document_id, embedder, context)
     except ReferenceMissing as exc:
         done = _stored_same_request(context, document_id, reference) if reference and document_id else None
         if done is not None:  # a run of this very request stored its result, then consumed the bytes

@@ -123,3 +123,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     config = terminalreporter.config
     if runs_redis_tests(config.args, config.invocation_params.dir):
         terminalreporter.write_line(describe_redis_choice())
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL with pgvector for the session (tests/pg.py); a few seconds to start.
+    Tests isolate themselves by collection (table) name."""
+    from tests.pg import running_postgres
+
+    with running_postgres() as server:
+        yield server

@@ -48,6 +48,9 @@ REDIS_SCHEMES = ("redis", "rediss", "unix", "sentinel")
 URL_FORMS = "redis://host:6379/0, rediss:// (TLS), unix:///path/to/redis.sock or sentinel://host:26379"
 # A lease outlives this many renewal intervals (two renewals may be late or lost).
 LEASE_RENEWALS_PER_TIMEOUT = 3
+# A collection is a table name: lower-case, unquoted, within PostgreSQL's 63-byte identifiers.
+VECTOR_COLLECTION_PATTERN = r"^[a-z_][a-z0-9_]{0,62}$"
+VECTOR_STORE_SCHEMES = ("postgresql://", "postgres://")
 _URL_PASSWORD = re.compile(r"(://[^:@/;]*:)[^@/;]+@")
 _QUERY_PASSWORD = re.compile(r"([?&]password=)[^&;]+")
 
@@ -194,6 +197,23 @@ class Settings(BaseSettings):
     # here, as a Redis user of their own with the consumer-group commands the producer user
     # lacks (docs/operations.md "TLS and least privilege"); unset: LONGPARSER_RESULT_URL.
     events_url: str | None = None
+    # --- Vector store (worker/vector_store.py, docs/vectors.md): PostgreSQL with pgvector that
+    # receives every embedded chunk, one table per collection. A worker setting only: a request
+    # cannot name another database. Unset: no store (embedded vectors travel in the record only).
+    vector_store_url: str | None = None
+    vector_collection: str = Field(default="longparser_chunks", pattern=VECTOR_COLLECTION_PATTERN)
+
+    @field_validator("vector_store_url", mode="before")
+    @classmethod
+    def _vector_store_url(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        if not value.strip():
+            return None
+        if not value.startswith(VECTOR_STORE_SCHEMES):
+            raise ValueError(f"not a PostgreSQL URL: write it as postgresql://user:password@host:5432/dbname "
+                             f"(schemes: {', '.join(VECTOR_STORE_SCHEMES)})")
+        return value
 
     @field_validator("max_starts")
     @classmethod

@@ -170,7 +170,8 @@ def start_worker(name: str, values: dict[str, Any], log_dir: Path, *, concurrenc
             "-n", node, "-Q", str(values.get("structural_queue", "chunking")), "-E", "-l", "INFO",
             "--without-gossip", "--without-mingle", "--without-heartbeat"]
     env = settings_env(values)
-    env["PYTHONPATH"] = str(cwd)  # that checkout's packages first (another one may be installed)
+    # That checkout's packages first, its producer client too (another one may be installed).
+    env["PYTHONPATH"] = os.pathsep.join([str(cwd), str(cwd / "client")])
     proc = spawn(f"worker-{name}", argv, log_dir, env=env, cwd=cwd)
     proc.extra["node"] = node
     wait_until(lambda: (not proc.alive()) or " ready." in proc.log_text(), 60, 0.1, what=f"worker {name}")

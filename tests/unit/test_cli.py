@@ -912,7 +912,7 @@ def _help(*argv: str, capsys: Any) -> str:
 
 
 @pytest.mark.parametrize(
-    "command", [[], ["chunk"], ["submit"], ["result"]]
+    "command", [[], ["chunk"], ["submit"], ["result"], ["search"]]
 )
 def test_help_has_no_rst_markup(command: list[str], capsys: Any) -> None:
     assert "``" not in _help(*command, capsys=capsys)

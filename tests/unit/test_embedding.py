@@ -363,65 +363,6 @@ def test_the_embed_flag_takes_an_optional_name(command: str) -> None:
     assert config_overrides(parser.parse_args([command, "doc.json"])) == {}
 
 
-def test_with_a_vector_store_the_task_hands_it_the_chunks_and_the_encoder(
-    fake_resources: Resources, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The call site of worker.vector_store (the interface both sides follow), with a stand-in."""
-    import sys
-    import types
-    from dataclasses import dataclass
-    from types import SimpleNamespace
-
-    from tasks.chunk import embed_chunks
-
-    calls: list[Any] = []
-
-    @dataclass(frozen=True)
-    class EncoderIdentity:
-        name: str
-        weights_sha256: str
-        dimension: int
-        normalized: bool
-
-    class VectorStore:
-        @classmethod
-        def open(cls, url: str, collection: str) -> VectorStore:
-            calls.append(("open", url, collection))
-            return cls()
-
-        def embed_and_apply(self, document_id: str, chunks: list[dict], encoder: Any, embed: Any) -> Any:
-            reused = chunks[0]  # as if the store kept this one's vector
-            reused["embedding"] = fake_vector(embedded_text(reused))
-            fresh = chunks[1:]
-            for chunk, vector in zip(fresh, embed([embedded_text(c) for c in fresh]), strict=True):
-                chunk["embedding"] = vector
-            calls.append(("apply", document_id, encoder))
-            return SimpleNamespace(embedded=len(fresh), reused=1, inserted=len(fresh), updated=0, deleted=2,
-                                   unchanged=1)
-
-        def close(self) -> None:
-            calls.append(("close",))
-
-    module = types.ModuleType("worker.vector_store")
-    module.EncoderIdentity, module.VectorStore = EncoderIdentity, VectorStore  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "worker.vector_store", module)
-    result = chunk_request_result(fake_resources)
-    embedder = fake_embedder()
-    embedder.__dict__["dimension"] = DIMENSION  # known: no probe call
-    with_store = SimpleNamespace(vector_store_url="postgresql://db/x", vector_collection="chunks")
-    embed_chunks(result, "doc-1", embedder, with_store)  # type: ignore[arg-type]
-    identity = EncoderIdentity(PINNED_ENCODER, "ab" * 32, DIMENSION, True)
-    assert calls == [("open", "postgresql://db/x", "chunks"), ("apply", "doc-1", identity), ("close",)]
-    assert embedder.passages.calls == [[embedded_text(c) for c in result.chunks[1:]]]  # the rest, in order
-    assert [list(c.embedding) for c in result.chunks] == [fake_vector(embedded_text(c)).tolist()
-                                                          for c in result.chunks]
-    stats = result.stats.embedding
-    assert stats is not None and (stats.embedded, stats.reused) == (len(result.chunks) - 1, 1)
-    assert stats.store is not None and stats.store.model_dump() == {
-        "collection": "chunks", "inserted": len(result.chunks) - 1, "updated": 0, "deleted": 2,
-        "unchanged": 1}
-
-
 class FakePinnedEncoder:
     """The process's pinned encoder as the loaders return it (fixed vectors per text)."""
 

@@ -383,3 +383,23 @@ def test_the_store_the_broker_and_the_blocking_reads_share_one_set_of_timeouts()
     options = celery_config(sentinel_settings)["broker_transport_options"]
     assert options["sentinel_kwargs"] == SENTINEL_OPTIONS
     assert MAX_BLOCK_S < REPLY_TIMEOUT_S
+
+
+def test_the_vector_store_is_off_by_default_and_takes_postgres_urls(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = Settings()
+    assert (settings.vector_store_url, settings.vector_collection) == (None, "longparser_chunks")
+    monkeypatch.setenv("LONGPARSER_VECTOR_STORE_URL", "postgresql://lp:s3cret@db:5432/vectors")
+    monkeypatch.setenv("LONGPARSER_VECTOR_COLLECTION", "minilm_chunks")
+    assert (get_settings().vector_store_url, get_settings().vector_collection) == \
+        ("postgresql://lp:s3cret@db:5432/vectors", "minilm_chunks")
+    get_settings.cache_clear()
+    monkeypatch.setenv("LONGPARSER_VECTOR_STORE_URL", "mysql://lp:s3cret@db/vectors")
+    with pytest.raises(SettingsError) as caught:
+        get_settings()
+    assert "LONGPARSER_VECTOR_STORE_URL='mysql://lp:**@db/vectors'" in str(caught.value)
+    assert "s3cret" not in str(caught.value) and "postgresql://" in str(caught.value)
+    get_settings.cache_clear()
+    monkeypatch.setenv("LONGPARSER_VECTOR_STORE_URL", "")
+    monkeypatch.setenv("LONGPARSER_VECTOR_COLLECTION", "Robert'); DROP TABLE students;--")
+    with pytest.raises(SettingsError, match="LONGPARSER_VECTOR_COLLECTION"):
+        get_settings()

@@ -56,17 +56,17 @@ class Waits:
 
 
 def _policy(window: float, what: str, waits: Waits | None,
-            retry_on: Callable[[BaseException], bool]) -> dict[str, Any]:
+            retry_on: Callable[[BaseException], bool], service: str = "Redis") -> dict[str, Any]:
     """The retry policy (what is retried, how long, how far apart, logged how), for both the
-    blocking and the asyncio callers."""
+    blocking and the asyncio callers; ``service`` names what is waited for in the log line."""
     counter = waits if waits is not None else Waits()
 
     def log_wait(state: RetryCallState) -> None:
         pause = state.next_action.sleep if state.next_action else 0.0
         total = counter.add(pause)
         error = state.outcome.exception() if state.outcome else None
-        logger.warning("%s: Redis unavailable (%s: %s); retry %d in %.1f s, %.1f s of %.1f s window used "
-                       "(waits in this process: %d)", what, type(error).__name__, error,
+        logger.warning("%s: %s unavailable (%s: %s); retry %d in %.1f s, %.1f s of %.1f s window used "
+                       "(waits in this process: %d)", what, service, type(error).__name__, error,
                        state.attempt_number, pause, state.seconds_since_start, window, total)
 
     return {"retry": retry_if_exception(retry_on), "stop": stop_before_delay(window),
@@ -76,14 +76,15 @@ def _policy(window: float, what: str, waits: Waits | None,
 
 def call_with_retry(
     function: Callable[[], T], *, window: float, what: str, waits: Waits | None = None,
-    retry_on: Callable[[BaseException], bool] = is_transient,
+    retry_on: Callable[[BaseException], bool] = is_transient, service: str = "Redis",
 ) -> T:
-    """``function()``, retried on transient errors for up to ``window`` seconds.
+    """``function()``, retried on transient errors for up to ``window`` seconds (``retry_on``
+    says which; ``service`` names what is waited for in the log, e.g. PostgreSQL).
 
     Raises:
         the last transient error once the window has passed; any other error at once.
     """
-    return Retrying(sleep=time.sleep, **_policy(window, what, waits, retry_on))(function)
+    return Retrying(sleep=time.sleep, **_policy(window, what, waits, retry_on, service))(function)
 
 
 async def async_call_with_retry(
