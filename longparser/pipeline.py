@@ -233,7 +233,8 @@ def finalize(drafts: list[Draft], document_id: str | None, resources: Resources,
     counter = budget.counter
     chunks = []
     pieces = block_parts(drafts) if budget.strict else None
-    idents = chunk_ids(document_id, [(chunk_type(draft), draft.primary_texts()) for draft in drafts])
+    kinds = list(map(chunk_type, drafts))
+    idents = chunk_ids(document_id, list(zip(kinds, map(Draft.primary_texts, drafts), strict=True)))
     crumbs = [breadcrumb(draft) for draft in drafts] if budget.with_breadcrumb else None
     whole = _section_titles_whole(drafts, crumbs, budget)
     for index, draft in enumerate(drafts):
@@ -247,7 +248,7 @@ def finalize(drafts: list[Draft], document_id: str | None, resources: Resources,
             to_embed = embed_text(draft, text, crumbs[index] if whole else short_path(crumbs[index]))
         tokens = draft.tokens(counter)
         chunks.append(to_chunk(draft, idents[index], text, tokens, quality, components, sources, to_embed,
-                               path))
+                               path, kind=kinds[index]))
     return chunks
 
 
