@@ -196,10 +196,12 @@ def _gen_blocks() -> Any:
     return module
 
 
+_VARIANT = {"overlap_blocks": 2, "table_chunk_format": "pipe", "max_tokens": 120, "min_tokens": 30,
+            "heading_context": True, "pack_tables": True}
+
+
 @pytest.mark.case("B02")
-@pytest.mark.parametrize("config", [None, {"overlap_blocks": 2, "table_chunk_format": "pipe",
-                                    "max_tokens": 120,
-                                    "min_tokens": 30, "heading_context": True, "pack_tables": True}])
+@pytest.mark.parametrize("config", [None, _VARIANT])
 def test_B02_a_call_leaves_no_cyclic_garbage(config):
     """What the engine drops is freed by reference counting, so pausing the collector during a
     call leaves nothing for it to find afterwards (the pause cannot grow a worker's memory)."""
