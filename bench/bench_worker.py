@@ -49,7 +49,7 @@ from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
-sys.path[:0] = [str(BENCH_DIR), str(ROOT)]
+sys.path[:0] = [str(BENCH_DIR), str(ROOT / "client"), str(ROOT)]  # this checkout's client too
 
 import gen_blocks  # noqa: E402 - the copy beside this file
 import redis  # noqa: E402
@@ -160,6 +160,12 @@ def _env(settings: Settings) -> dict[str, str]:
     return env
 
 
+def checkout_path(root: Path) -> str:
+    """PYTHONPATH for a checkout's own code: its packages and its producer client
+    (``client/``, a distribution of its own, installed editable from one checkout only)."""
+    return os.pathsep.join((str(root / "client"), str(root)))
+
+
 def start_worker(settings: Settings, concurrency: int, log_path: Path, root: Path = ROOT
                  ) -> tuple[subprocess.Popen, str]:
     node = f"bench-c{concurrency}-{uuid.uuid4().hex[:6]}@{socket.gethostname()}"
@@ -167,7 +173,7 @@ def start_worker(settings: Settings, concurrency: int, log_path: Path, root: Pat
             "-c", str(concurrency), "-n", node, "-Q", settings.structural_queue, "-E", "-l", "INFO",
             "--without-gossip", "--without-mingle", "--without-heartbeat"]
     env = _env(settings)
-    env["PYTHONPATH"] = str(root)  # that checkout's packages first
+    env["PYTHONPATH"] = checkout_path(root)  # that checkout's packages first
     with log_path.open("wb") as log:
         proc = subprocess.Popen(argv, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)

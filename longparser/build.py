@@ -300,16 +300,16 @@ def chunk_metadata(draft: Draft, quality: dict[str, Any]) -> dict[str, Any]:
 def to_chunk(
     draft: Draft, chunk_id: str, text: str, token_count: int, score: float, quality: dict[str, Any],
     sources: list[Rec], embed_text: str | None = None, section_path: list[str] | None = None,
-    parent_id: str | None = None,
+    parent_id: str | None = None, *, kind: str | None = None,
 ) -> Chunk:
     """Build the output chunk of ``draft`` (``sources``: its :attr:`Draft.sources`; ``section_path``:
     what is written of the draft's path, when not the whole path; ``parent_id``: its parent's,
-    :mod:`longparser.parents`)."""
+    :mod:`longparser.parents`; ``kind``: its :func:`chunk_type`, when the caller has it already)."""
     return _validate_chunk({
         "chunk_id": chunk_id,
         "text": text,
         "token_count": token_count,
-        "chunk_type": chunk_type(draft),
+        "chunk_type": chunk_type(draft) if kind is None else kind,
         "section_path": list(draft.path) if section_path is None else section_path,
         "page_numbers": sorted({rec.page for rec in sources} - _NO_PAGE),
         "block_ids": [rec.block_id for rec in sources],

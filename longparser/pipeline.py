@@ -21,6 +21,8 @@ Decisions:
   command line prints.
 * ``token_count`` is the counter's count of the final text (with overlap and repeated text);
   packing works on per-block counts (their sums may differ from the joined text's count).
+* The cyclic garbage collector is paused during a call (:func:`collector_paused` says why and
+  how several threads share the pause); the engine makes no reference cycles.
 * ``timings_ms``: ``validate`` is the validation of dict blocks (done while prepare reads
   them), ``prepare`` the rest of that pass (exclusions, equation re-tagging, token counts,
   table grids), ``structure`` sections, tables, lists, packing, merging, overlap and parents,
@@ -29,10 +31,13 @@ Decisions:
 
 from __future__ import annotations
 
+import gc
 import logging
+import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from longparser.breadcrumbs import embed_text, final_breadcrumbs
@@ -107,6 +112,42 @@ STAGES: tuple[Stage, ...] = (
 SHARED: tuple[str, ...] = ("budget", "build", "tokens", "cutting", "preset", "repeats", "resources", "errors")
 
 NO_ENCODER_REASON = "no encoder provided"
+
+
+class _CollectorPause:
+    """Who holds the collector paused: the calls under way, and whether it ran before the first."""
+
+    lock = threading.Lock()
+    calls = 0
+    was_enabled = False
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a call runs, back as it was after the last one.
+
+    A call allocates containers (records, grid rows, drafts, chunks) that live until it returns,
+    so the collector's passes during a call find nothing to free, and each pass walks what
+    survived into the older generations: a full pass walks the whole process (the caller's
+    input included), which cost about a fifth of a call. The engine makes no reference cycles
+    (what it drops is freed by reference counting at once: a test holds that a call leaves no
+    cyclic garbage), so nothing it allocates waits for the collector. The switch is process-wide:
+    calls in several threads share one pause (the last to finish turns the collector back on, if
+    it was on before the first), and another thread's cyclic garbage waits for the collector no
+    longer than the calls under way take.
+    """
+    with _CollectorPause.lock:
+        if _CollectorPause.calls == 0:
+            _CollectorPause.was_enabled = gc.isenabled()
+            gc.disable()
+        _CollectorPause.calls += 1
+    try:
+        yield
+    finally:
+        with _CollectorPause.lock:
+            _CollectorPause.calls -= 1
+            if _CollectorPause.calls == 0 and _CollectorPause.was_enabled:
+                gc.enable()
 
 
 def _as_config(config: ChunkingConfig | dict[str, Any] | None) -> ChunkingConfig:
@@ -197,7 +238,8 @@ def finalize(drafts: list[Draft], document_id: str | None, resources: Resources,
     counter = budget.counter
     chunks = []
     pieces = block_parts(drafts) if budget.strict else None
-    idents = chunk_ids(document_id, [(chunk_type(draft), draft.primary_texts()) for draft in drafts])
+    kinds = list(map(chunk_type, drafts))
+    idents = chunk_ids(document_id, list(zip(kinds, map(Draft.primary_texts, drafts), strict=True)))
     parent_ids, parents = tree.resolve(document_id, idents)
     crumbs = final_breadcrumbs(drafts) if budget.with_breadcrumb else None
     whole = _section_titles_whole(drafts, crumbs, budget)
@@ -212,7 +254,7 @@ def finalize(drafts: list[Draft], document_id: str | None, resources: Resources,
             to_embed = embed_text(draft, text, crumbs[index] if whole else short_path(crumbs[index]))
         tokens = draft.tokens(counter)
         chunks.append(to_chunk(draft, idents[index], text, tokens, quality, components, sources, to_embed,
-                               path, parent_ids[index]))
+                               path, parent_ids[index], kind=kinds[index]))
     return chunks, parents
 
 
@@ -279,6 +321,16 @@ def chunk_blocks(
             a tokenizer), or for chunks larger than the tokenizer's window (strict mode), or the
             request would make more chunks than its text allows (:func:`~longparser.repeats.chunk_cap`).
     """
+    with collector_paused():
+        return _chunk_blocks(blocks, config, resources, document_id)
+
+
+def _chunk_blocks(
+    blocks: Iterable[Block | dict[str, Any]],
+    config: ChunkingConfig | dict[str, Any] | None,
+    resources: Resources | None,
+    document_id: str | None,
+) -> ChunkResult:
     t0 = time.perf_counter()
     requested, res = _as_config(config), resources if resources is not None else NO_RESOURCES
     cfg, counter = resolve(requested, res)

@@ -37,10 +37,11 @@ Outages: every Redis call (the publish, the job entry, reads) is retried with ba
 raises :class:`~tasks.errors.StoreFull` at once. The message is published before the job entry
 is written, so a submission that failed to publish leaves no job entry behind.
 
-What travels: the request's blocks and the config fields its caller set, no others (a field
-set to its default value is set all the same); the worker's engine expands a ``fit`` preset
+What travels: the request's blocks (without the fields whose value is the default, which
+validation fills in again) and the config fields its caller set, no others (a config field set
+to its default value is set all the same); the worker's engine expands a ``fit`` preset
 exactly as the library's does, so ``config={"fit": "model"}`` chunks as ``longparser chunk --fit
-model`` does (:func:`tasks.payload.request_json`).
+model`` does (:func:`tasks.payload.request_json_pieces`).
 
 Routing: semantic requests and requests with ``embed`` go to ``LONGPARSER_SEMANTIC_QUEUE`` (the
 workers that hold an encoder), the rest to ``LONGPARSER_STRUCTURAL_QUEUE``. A semantic job waits
@@ -67,7 +68,7 @@ from longparser_client.payload import (
     check_encoded_size,
     refuse_tokenizer_paths,
     refuse_undoing_fit,
-    request_json,
+    request_json_pieces,
 )
 from longparser_client.schemas import ChunkRequest, ChunkResult, InputError
 from longparser_client.schemas.config import config_warnings
@@ -333,16 +334,17 @@ class Producer:
         for warning in config_warnings(validated.config):  # the result's stats.warnings will say it too
             logger.warning("config: %s", warning)
         # Encoded once, to UTF-8 bytes, with only the config fields the caller set (the worker's
-        # engine expands a preset, as the library's does): their length is the size check;
-        # small requests travel decoded inside the message, large ones as a reference to these
-        # bytes (service.payloads). The request is then held twice at most: the model and its
-        # JSON (plus the JSON compressed, for a reference).
-        encoded = request_json(validated)
-        check_encoded_size(len(encoded), self.settings.max_payload_bytes)
+        # engine expands a preset, as the library's does) and the blocks without their default
+        # values: their length is the size check; small requests travel decoded inside the
+        # message, large ones as a reference to these bytes (service.payloads), which are hashed
+        # and compressed piece by piece. The request is then held twice at most: the model and
+        # its JSON (plus the JSON compressed, for a reference).
+        encoded = request_json_pieces(validated)
+        size = check_encoded_size(sum(map(len, encoded)), self.settings.max_payload_bytes)
         queue = self.settings.queue_for(validated.config.needs_encoder)
         task_id = str(uuid.uuid4())
         document_id = validated.document_id
-        if len(encoded) > self.settings.reference_threshold_bytes:
+        if size > self.settings.reference_threshold_bytes:
             reference = self._call(f"storing the request of {document_id}",
                                    lambda: self.payloads.put(document_id, encoded))
             del encoded
@@ -350,7 +352,7 @@ class Producer:
             argsrepr = (f"[<ChunkRequest {document_id!r}: {len(validated.blocks)} blocks, by reference, "
                         f"{reference.bytes} bytes>]")
         else:
-            payload = json.loads(encoded)
+            payload = json.loads(b"".join(encoded))
             argsrepr = f"[<ChunkRequest {document_id!r}: {len(validated.blocks)} blocks>]"
         # Publish first: a message that never left leaves no job entry behind. Publishing twice
         # (a retry after a lost reply) is harmless: the task is idempotent. ignore_result: the

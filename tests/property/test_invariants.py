@@ -52,7 +52,8 @@ from hypothesis import strategies as st
 from longparser import chunk_blocks
 from longparser.resources import Resources
 from longparser.tokens import ESTIMATE, count
-from schemas import Block, ChunkResult
+from schemas import Block, ChunkRequest, ChunkResult
+from tasks.payload import request_json_pieces
 from tests.property.strategies import block_streams, configs
 
 PROPERTY_SETTINGS = settings(
@@ -424,6 +425,19 @@ def test_filing_tables_keep_every_invariant(config: dict[str, Any]) -> None:
     check_overlap_and_types(blocks, config, result)
     check_list_and_table_pieces(blocks, config, result)
     check_headings_lead(blocks, kept, config, result)
+
+
+@settings(PROPERTY_SETTINGS, max_examples=60)
+@given(blocks=block_streams(max_blocks=25), config=configs())
+def test_the_request_a_producer_sends_validates_to_the_request_it_was(
+    blocks: list[dict[str, Any]], config: dict[str, Any]
+) -> None:
+    """Blocks travel without their default values (``request_json_pieces``): the worker's
+    validation fills them in again, so it reads the very request the producer validated."""
+    request = ChunkRequest.model_validate({"document_id": "d", "blocks": blocks, "config": config})
+    sent = ChunkRequest.model_validate_json(b"".join(request_json_pieces(request)))
+    assert sent == request
+    assert sent.config.model_fields_set == request.config.model_fields_set
 
 
 @pytest.mark.parametrize("table_format", ["row_record", "pipe", "labelled", "markdown"])

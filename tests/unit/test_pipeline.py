@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import copy
 import gc
+import importlib.util
 import re
+import threading
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 import longparser.prepare as prepare_module
-from longparser import chunk_blocks, chunk_request
+from longparser import Resources, chunk_blocks, chunk_request
 from longparser.ids import chunk_ids, content_digest
+from longparser.pipeline import collector_paused
 from schemas import Block, ChunkRequest, InputError, parse_input
 from schemas.blocks import validate_block_fields
 from tests.unit.engine_helpers import PEOPLE, run_engine, table_dict, view, words
@@ -108,6 +113,107 @@ def test_B02_gc_setting_restored_after_call(make_block, enabled):
         (gc.enable if enabled else gc.disable)()
         chunk_blocks([make_block("Text.")])
         assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+class _CollectorWatch:
+    """A language identifier that records whether the collector runs while the engine scores,
+    and (when given an event) holds the call there until the event is set."""
+
+    def __init__(self, hold: threading.Event | None = None) -> None:
+        self.enabled: list[bool] = []
+        self.hold, self.scoring = hold, threading.Event()
+
+    def predict(self, text: str) -> tuple[str, float]:
+        self.enabled.append(gc.isenabled())
+        self.scoring.set()
+        if self.hold is not None:
+            assert self.hold.wait(30)
+        return "en", 0.99
+
+
+@pytest.mark.case("B02")
+def test_B02_collector_is_paused_during_a_call_and_back_after(make_block):
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        watch = _CollectorWatch()
+        blocks = [make_block(words(12)), make_block(words(12, "beta"))]
+        chunk_blocks(blocks, {"max_tokens": 20, "min_tokens": 0}, Resources(language_id=watch))
+        assert watch.enabled and not any(watch.enabled)
+        assert gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.case("B02")
+def test_B02_nested_pauses_resume_the_collector_when_the_last_ends():
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        with collector_paused():
+            with collector_paused():
+                assert not gc.isenabled()
+            assert not gc.isenabled()  # the outer call is still under way
+        assert gc.isenabled()
+        with pytest.raises(RuntimeError), collector_paused():
+            raise RuntimeError("a call that fails")
+        assert gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.case("B02")
+def test_B02_calls_in_two_threads_share_one_pause(make_block):
+    was = gc.isenabled()
+    gc.enable()
+    hold = threading.Event()
+    held = _CollectorWatch(hold)
+    blocks = [make_block(words(12))]
+    thread = threading.Thread(target=chunk_blocks, args=(blocks, None, Resources(language_id=held)))
+    try:
+        thread.start()
+        assert held.scoring.wait(30)
+        chunk_blocks(blocks)  # starts and ends while the other thread's call is under way
+        assert not gc.isenabled()
+        hold.set()
+        thread.join(30)
+        assert not thread.is_alive()
+        assert gc.isenabled()
+    finally:
+        hold.set()
+        thread.join(30)
+        (gc.enable if was else gc.disable)()
+
+
+def _gen_blocks() -> Any:
+    path = Path(__file__).resolve().parents[2] / "bench" / "gen_blocks.py"
+    spec = importlib.util.spec_from_file_location("gen_blocks", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_VARIANT = {"overlap_blocks": 2, "table_chunk_format": "pipe", "max_tokens": 120, "min_tokens": 30,
+            "heading_context": True, "pack_tables": True}
+
+
+@pytest.mark.case("B02")
+@pytest.mark.parametrize("config", [None, _VARIANT])
+def test_B02_a_call_leaves_no_cyclic_garbage(config):
+    """What the engine drops is freed by reference counting, so pausing the collector during a
+    call leaves nothing for it to find afterwards (the pause cannot grow a worker's memory)."""
+    blocks = _gen_blocks().generate(400, 7)
+    was = gc.isenabled()
+    try:
+        chunk_blocks(blocks, config, document_id="d")  # first-use caches
+        gc.collect()
+        gc.disable()
+        result = chunk_blocks(blocks, config, document_id="d")
+        assert result.chunks
+        assert gc.collect() == 0
     finally:
         (gc.enable if was else gc.disable)()
 

@@ -42,7 +42,7 @@ from tasks.chunk import (
 )
 from tasks.client import Producer
 from tasks.errors import InvalidPayload, PayloadTooLarge, ReferenceCorrupt, ReferenceMissing, StoreUnavailable
-from tasks.payload import request_json, split_request
+from tasks.payload import request_json, request_json_pieces, split_request
 from tests.unit.worker_fixtures import (  # noqa: F401
     FailingDeletes,
     FakeApp,
@@ -346,6 +346,49 @@ def test_the_hard_time_limit_failure_leaves_the_reference_to_expire(
     # the parent cannot tell whether the killed run had checked the bytes: they expire
     assert _payload_keys(store) == [message["reference"]["key"].encode()]
     assert 0 < store.client.ttl(message["reference"]["key"]) <= store.ttl
+
+
+def test_put_of_pieces_stores_what_put_of_the_joined_bytes_stores(store: ResultStore) -> None:  # noqa: F811
+    payloads = RedisPayloads(store.client, store.prefix, store.ttl)
+    pieces = request_json_pieces(ChunkRequest.model_validate(_big()))
+    whole = payloads.put("big-1", b"".join(pieces))
+    stored = store.client.get(whole.key)
+    store.client.delete(whole.key)
+    assert payloads.put("big-1", pieces) == whole
+    assert store.client.get(whole.key) == stored
+    assert payloads.get(whole) == b"".join(pieces)
+
+
+def _cells_table(rows: int, cols: int) -> dict[str, Any]:
+    cells = [{"row_index": r, "col_index": c, "text": f"r{r}c{c}"} for r in range(rows) for c in range(cols)]
+    cells[0] |= {"column_header": True, "row_span": 1}
+    cells[-1] |= {"col_span": 1, "text": None}
+    return {"n_rows": rows, "n_cols": cols, "cells": cells}
+
+
+def test_a_request_s_blocks_travel_without_their_defaults_and_validate_to_the_same_blocks() -> None:
+    request = _big(blocks=6)
+    request["blocks"] += [
+        {"block_id": "t1", "type": "table", "table": _cells_table(3, 2), "order_index": 7, "indent_level": 0,
+         "flags": {"docling_label": "table"}, "confidence": {"overall": 1.0}},
+        {"block_id": "h1", "type": "heading", "text": "Title", "heading_level": 2, "hierarchy_path": None,
+         "provenance": {"page_number": 2, "bbox": {"x0": 1.0, "y0": 2.0, "x1": 3.0, "y1": 4.0,
+                                                   "coord_origin": "BOTTOMLEFT"}}},
+        {"block_id": "f1", "type": "figure", "text": ""},
+    ]
+    model = ChunkRequest.model_validate({**request, "config": {"min_tokens": 100, "max_tokens": 300}})
+    pieces = request_json_pieces(model)
+    sent = json.loads(b"".join(pieces))
+    assert b"".join(pieces) == request_json(model)
+    assert sent["config"] == {"min_tokens": 100, "max_tokens": 300}  # set to its default, and sent
+    assert ChunkRequest.model_validate(sent) == model
+    table = sent["blocks"][6]
+    assert "order_index" in table and "indent_level" not in table and "heading_level" not in table
+    assert [set(cell) for cell in table["table"]["cells"][:2]] == [
+        {"row_index", "col_index", "text", "column_header"}, {"row_index", "col_index", "text"}]
+    assert sent["blocks"][8] == {"block_id": "f1", "type": "figure", "text": ""}
+    full = ChunkRequest.__pydantic_serializer__.to_json(model)
+    assert len(b"".join(pieces)) < len(full)
 
 
 def test_a_referenced_request_splits_into_its_envelope_and_its_raw_blocks() -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -97,9 +98,15 @@ def parse_reference(payload: dict[str, Any], prefix: str) -> Reference:
     return Reference(key, digest, size, encoding)
 
 
-def digest_of(data: bytes) -> str:
-    """Hex SHA-256 of a request's JSON (what its reference and its SUCCESS record carry)."""
-    return hashlib.sha256(data).hexdigest()
+def digest_of(data: bytes | Sequence[bytes]) -> str:
+    """Hex SHA-256 of a request's JSON, whole or in pieces (what its reference and its SUCCESS
+    record carry)."""
+    if isinstance(data, bytes):
+        return hashlib.sha256(data).hexdigest()
+    digest = hashlib.sha256()
+    for piece in data:
+        digest.update(piece)
+    return digest.hexdigest()
 
 
 def decompress_checked(compressed: bytes, reference: Reference) -> bytes:
@@ -145,8 +152,8 @@ def decompress_checked(compressed: bytes, reference: Reference) -> bytes:
 class PayloadStore(Protocol):
     """Where referenced request bytes live: put by the producer, get and delete by the worker."""
 
-    def put(self, document_id: str, data: bytes) -> Reference:
-        """Store a request's JSON; returns its reference."""
+    def put(self, document_id: str, data: bytes | Sequence[bytes]) -> Reference:
+        """Store a request's JSON (whole, or pieces read in order); returns its reference."""
 
     def get(self, reference: Reference) -> bytes:
         """The request's JSON, checked (raises MissingPayload / CorruptPayload)."""
@@ -176,10 +183,14 @@ class RedisPayloads:
         return cls(client if client is not None else redis_client(settings.result_url, settings),
                    settings.key_prefix, settings.result_ttl)
 
-    def put(self, document_id: str, data: bytes) -> Reference:
-        digest = digest_of(data)
-        reference = Reference(payload_key(self.prefix, document_id, digest), digest, len(data))
-        self.client.set(reference.key, zlib.compress(data, COMPRESS_LEVEL), ex=self.ttl)
+    def put(self, document_id: str, data: bytes | Sequence[bytes]) -> Reference:
+        """Store a request's JSON, given whole or as pieces to be read in order (never joined:
+        each is hashed and compressed as it comes, to the same digest and bytes)."""
+        pieces = (data,) if isinstance(data, bytes) else data
+        digest = digest_of(pieces)
+        reference = Reference(payload_key(self.prefix, document_id, digest), digest, sum(map(len, pieces)))
+        packer = zlib.compressobj(COMPRESS_LEVEL)
+        self.client.set(reference.key, b"".join([*map(packer.compress, pieces), packer.flush()]), ex=self.ttl)
         return reference
 
     def get(self, reference: Reference) -> bytes:

@@ -134,19 +134,21 @@ def event_fields(record_key: str, document_id: str, status: str, task_id: str | 
             "stored_at": f"{time.time():.3f}"}
 
 
-def compress_result(result_json: str | bytes | Iterable[bytes]) -> str:
-    """The ``zlib+base64`` form of a result's JSON, as a JSON string literal.
+def compress_result(result_json: str | bytes | Iterable[bytes]) -> bytes:
+    """The ``zlib+base64`` form of a result's JSON, as a JSON string literal (ASCII bytes).
 
     The JSON may come in pieces (UTF-8 bytes, read once): each is compressed as it comes and
     let go, so a large result's JSON is never whole in memory (the same bytes as compressing
-    it whole: zlib's output does not depend on how its input is cut).
+    it whole: zlib's output does not depend on how its input is cut). Bytes, not text: the
+    record is then built as bytes, which Redis takes as they are (text would be copied twice
+    more, decoded and then encoded again for the write).
     """
     if isinstance(result_json, str):
         result_json = result_json.encode("utf-8", "surrogatepass")
     packer = zlib.compressobj(6)
     pieces = (result_json,) if isinstance(result_json, bytes) else result_json
     packed = base64.b64encode(b"".join([*map(packer.compress, pieces), packer.flush()]))
-    return f'"{packed.decode("ascii")}"'
+    return b"".join((b'"', packed, b'"'))
 
 
 class StoredResult(NamedTuple):
