@@ -108,6 +108,17 @@ _HAS_CONTROL = re.compile("[" + re.escape(_ASCII_CONTROLS.decode("ascii")) + "]"
 _ASCII_WORDS = re.compile(r"[!-/:-@\[-`{-~]|[^\t\n\r !-/:-@\[-`{-~]+")
 
 
+# Pieces a model reads poorly (:meth:`TokenizerCounter.poorly_read`): one character of these
+# scripts alone, its word-piece or word-start marker aside (a Hangul jamo, a syllable, a Han
+# ideograph, a kana).
+_SINGLE_SCRIPT_CHARACTER = re.compile(
+    "(?:##|\u2581|\u0120)?[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf"
+    "\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\U00020000-\U0003134f]")
+# Text only in the Latin, Greek and Cyrillic blocks and general punctuation: a WordPiece model's
+# vocabulary holds these, so none of it is read poorly and nothing is tokenized to say so.
+_READ_WELL = re.compile("[\x00-\u052f\u2000-\u206f]*")
+
+
 # --- what the counters need from a tokenizer ----------------------------------------------
 
 
@@ -187,6 +198,15 @@ class HuggingFaceTokens:
         encodings = encode([self._text(text) for text in texts], add_special_tokens=False)
         return [len(encoding.ids) for encoding in encodings]
 
+    def poorly_read(self, word: str) -> tuple[int, int]:
+        """``(pieces of word read poorly, its pieces)``: the unknown token, and a single jamo,
+        syllable, Han ideograph or kana alone (what a vocabulary without the script falls back to)."""
+        tokens = self.tokenizer.encode(self._text(word), add_special_tokens=False).tokens
+        unknown = getattr(self.tokenizer.model, "unk_token", None)
+        poor = sum(token == unknown or _SINGLE_SCRIPT_CHARACTER.fullmatch(token) is not None
+                   for token in tokens)
+        return poor, len(tokens)
+
     def ends(self, text: str) -> list[int] | None:
         """Where each token ends, in characters of ``text`` (None: offsets do not map back)."""
         seen = self._text(text)
@@ -250,6 +270,7 @@ class TokenizerCounter:
     def __init__(self, tokens: HuggingFaceTokens | _Tiktoken, *, name: str, kind: str, window: int) -> None:
         self.tokens, self.name, self.kind, self.window = tokens, name, kind, window
         self.special_tokens = tokens.specials
+        self._reading: _Memo | None = None  # each word's pieces read poorly, once asked
 
     def count(self, text: str) -> int:
         """The model's count of ``text``, special tokens included."""
@@ -260,6 +281,20 @@ class TokenizerCounter:
         for memo in [*vars(self).values(), *vars(self.tokens).values()]:
             if isinstance(memo, dict):
                 memo.clear()
+
+    def poorly_read(self, text: str) -> float | None:
+        """The share of ``text``'s tokens (special tokens aside) that the model reads poorly:
+        the unknown token, single jamo and single CJK characters (``longparser.scripts``); None
+        for a tokenizer whose pieces are bytes (tiktoken). Counted word by word, each word once."""
+        if not isinstance(self.tokens, HuggingFaceTokens):
+            return None
+        if _READ_WELL.fullmatch(text):
+            return 0.0
+        if self._reading is None:
+            self._reading = _Memo(self.tokens.poorly_read)
+        found = [self._reading[word] for word in words(text)]
+        total = sum(pieces for _, pieces in found)
+        return sum(poor for poor, _ in found) / total if total else 0.0
 
     def fitting_prefix(self, text: str, budget: int) -> int:
         """Up to the end of the last token that fits (a word may be cut between its tokens).

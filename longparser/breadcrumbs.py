@@ -20,10 +20,11 @@ from longparser.build import Draft
 BREADCRUMB_SEPARATOR = "\n"
 
 
-def breadcrumb(draft: Draft) -> list[str]:
-    """The section titles to put before ``draft``'s text, outermost first."""
+def breadcrumb(draft: Draft, *, prefixed: bool = False) -> list[str]:
+    """The section titles to put before ``draft``'s text, outermost first (``prefixed``: as
+    they will be once a prefix, such as overlap, goes before the text: whole)."""
     leading: set[str] = set()
-    if not draft.prefix:
+    if not draft.prefix and not prefixed:
         for piece in draft.parts:
             if piece.rec.kind != "heading" or piece.repeated:
                 break
