@@ -114,9 +114,11 @@ _ASCII_WORDS = re.compile(r"[!-/:-@\[-`{-~]|[^\t\n\r !-/:-@\[-`{-~]+")
 _SINGLE_SCRIPT_CHARACTER = re.compile(
     "(?:##|\u2581|\u0120)?[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf"
     "\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\U00020000-\U0003134f]")
-# Text only in the Latin, Greek and Cyrillic blocks and general punctuation: a WordPiece model's
-# vocabulary holds these, so none of it is read poorly and nothing is tokenized to say so.
-_READ_WELL = re.compile("[\x00-\u052f\u2000-\u206f]*")
+# Text only in the Latin, Greek and Cyrillic blocks, punctuation and symbols (arrows, math, box
+# drawing, shapes): no script a vocabulary may lack, so nothing is tokenized to say so; the
+# words holding any other character are looked at (split as :func:`words` splits them).
+_READ_WELL = re.compile("[\x00-\u052f\u1e00-\u2bff]*")
+_OTHER_SCRIPT_WORDS = re.compile("(?<![^ \t\n\r])[^ \t\n\r]*?[^\x00-\u052f\u1e00-\u2bff \t\n\r][^ \t\n\r]*")
 
 
 # --- what the counters need from a tokenizer ----------------------------------------------
@@ -198,14 +200,13 @@ class HuggingFaceTokens:
         encodings = encode([self._text(text) for text in texts], add_special_tokens=False)
         return [len(encoding.ids) for encoding in encodings]
 
-    def poorly_read(self, word: str) -> tuple[int, int]:
-        """``(pieces of word read poorly, its pieces)``: the unknown token, and a single jamo,
-        syllable, Han ideograph or kana alone (what a vocabulary without the script falls back to)."""
+    def poorly_read(self, word: str) -> int:
+        """The pieces of ``word`` read poorly: the unknown token, and a single jamo, syllable,
+        Han ideograph or kana alone (what a vocabulary without the script falls back to)."""
         tokens = self.tokenizer.encode(self._text(word), add_special_tokens=False).tokens
         unknown = getattr(self.tokenizer.model, "unk_token", None)
-        poor = sum(token == unknown or _SINGLE_SCRIPT_CHARACTER.fullmatch(token) is not None
+        return sum(token == unknown or _SINGLE_SCRIPT_CHARACTER.fullmatch(token) is not None
                    for token in tokens)
-        return poor, len(tokens)
 
     def ends(self, text: str) -> list[int] | None:
         """Where each token ends, in characters of ``text`` (None: offsets do not map back)."""
@@ -270,7 +271,7 @@ class TokenizerCounter:
     def __init__(self, tokens: HuggingFaceTokens | _Tiktoken, *, name: str, kind: str, window: int) -> None:
         self.tokens, self.name, self.kind, self.window = tokens, name, kind, window
         self.special_tokens = tokens.specials
-        self._reading: _Memo | None = None  # each word's pieces read poorly, once asked
+        self._reading: _Memo | None = None  # each word's tokens read poorly, once asked
 
     def count(self, text: str) -> int:
         """The model's count of ``text``, special tokens included."""
@@ -282,19 +283,17 @@ class TokenizerCounter:
             if isinstance(memo, dict):
                 memo.clear()
 
-    def poorly_read(self, text: str) -> float | None:
-        """The share of ``text``'s tokens (special tokens aside) that the model reads poorly:
-        the unknown token, single jamo and single CJK characters (``longparser.scripts``); None
-        for a tokenizer whose pieces are bytes (tiktoken). Counted word by word, each word once."""
+    def poorly_read(self, text: str) -> int | None:
+        """How many of ``text``'s tokens the model reads poorly: the unknown token, single jamo
+        and single CJK characters (``longparser.scripts``); None for a tokenizer whose pieces
+        are bytes (tiktoken). Counted word by word, each word once per process."""
         if not isinstance(self.tokens, HuggingFaceTokens):
             return None
-        if _READ_WELL.fullmatch(text):
-            return 0.0
+        if text.isascii() or _READ_WELL.fullmatch(text):
+            return 0
         if self._reading is None:
             self._reading = _Memo(self.tokens.poorly_read)
-        found = [self._reading[word] for word in words(text)]
-        total = sum(pieces for _, pieces in found)
-        return sum(poor for poor, _ in found) / total if total else 0.0
+        return sum(map(self._reading.__getitem__, _OTHER_SCRIPT_WORDS.findall(text)))
 
     def fitting_prefix(self, text: str, budget: int) -> int:
         """Up to the end of the last token that fits (a word may be cut between its tokens).

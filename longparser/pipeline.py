@@ -316,8 +316,8 @@ def chunk_blocks(
         resources=res.availability(),
         timings_ms=timings,
         section_paths=section_paths,
-        warnings=[*warnings, *context_warnings(cfg, chunks), *poorly_read_warning(
-            [chunk.embed_text if chunk.embed_text is not None else chunk.text for chunk in chunks], counter)],
+        warnings=[*warnings, *context_warnings(cfg, chunks),
+                  *poorly_read_warning(chunks, counter)],
         config=expanded(requested.fit, cfg),
     )
     return ChunkResult(document_id=document_id, chunks=chunks, stats=stats)

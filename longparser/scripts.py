@@ -34,6 +34,8 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
+from schemas import Chunk
+
 logger = logging.getLogger(__name__)
 
 # Han ideographs (and radicals, 々 〆 〇 and the Suzhou numerals), as tokenizers treat them: each
@@ -100,19 +102,21 @@ def cluster_start(text: str, at: int, start: int) -> int:
     return at
 
 
-def poorly_read_warning(texts: Sequence[str], counter: object) -> list[str]:
-    """``stats.warnings``: one warning when ``counter`` reads 30% or more of some chunks'
-    tokens as ``[UNK]``, single jamo or single CJK characters (the counter's ``poorly_read``;
-    none from a counter without it). ``texts``: what each chunk embeds."""
+def poorly_read_warning(chunks: Sequence[Chunk], counter: object) -> list[str]:
+    """``stats.warnings``: one warning when ``counter`` reads :data:`POORLY_READ_SHARE` or more
+    of some chunks' tokens (``token_count``) as ``[UNK]``, single jamo or single CJK characters
+    (the counter's ``poorly_read``; none from a counter without it)."""
     reading = getattr(counter, "poorly_read", None)
     if reading is None:
         return []
-    shares = [reading(text) for text in texts]
-    poor = sum(share is not None and share >= POORLY_READ_SHARE for share in shares)
+    poor = 0
+    for chunk in chunks:
+        found = reading(chunk.text)
+        poor += found is not None and chunk.token_count > 0 and found >= POORLY_READ_SHARE * chunk.token_count
     if not poor:
         return []
     name = getattr(counter, "name", "the model")
-    warning = (f"{poor} of {len(texts)} chunks: {name}'s tokenizer reads {POORLY_READ_SHARE:.0%} or more "
+    warning = (f"{poor} of {len(chunks)} chunks: {name}'s tokenizer reads {POORLY_READ_SHARE:.0%} or more "
                "of their tokens as [UNK], single jamo or single CJK characters, so this text "
                f"retrieves badly with this model; a multilingual encoder ({MULTILINGUAL_MODELS}), "
                "declared as the worker's tokenizer and encoder, would serve it")

@@ -11,7 +11,7 @@ pieces. A counter provides:
   counted twice and a caller may pass any text; any other counter counts ``text``;
 * ``fitting_prefix(text, budget)``: the length, in characters, of the longest prefix of
   ``text`` counting at most ``budget`` (how a single over-long word is cut in strict mode);
-* optionally, ``poorly_read(text)``: the share of the text's tokens the model reads poorly
+* optionally, ``poorly_read(text)``: how many of the text's tokens the model reads poorly
   (``[UNK]``, single jamo, single CJK characters), or None when the counter cannot say; a
   tokenizer's counter has it, and ``stats.warnings`` says when chunks are mostly read so
   (:func:`longparser.scripts.poorly_read_warning`).

@@ -11,6 +11,7 @@ import json
 import unicodedata
 from itertools import pairwise
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -195,10 +196,18 @@ def test_levels_are_unchanged_for_text_without_cjk() -> None:
 
 def test_the_model_counter_says_how_much_it_reads_poorly() -> None:
     brief = _brief()
-    assert MODEL.poorly_read("Urban heat islands raise night temperatures.") == 0.0
-    assert MODEL.poorly_read(brief["ko-p2"]) > 0.8  # single jamo pieces
-    assert MODEL.poorly_read(brief["zh-p1"]) > 0.8  # one Han character a piece, or [UNK]
-    assert MODEL.poorly_read("\U0001f680\U0001f680 rocket") == 0.5  # the emoji word is one [UNK]
+    assert MODEL.poorly_read("Urban heat islands raise night temperatures.") == 0
+    assert _share(brief["ko-p2"]) > 0.8  # single jamo pieces
+    assert _share(brief["zh-p1"]) > 0.8  # one Han character a piece, or [UNK]
+    assert MODEL.poorly_read("\U0001f680\U0001f680 rocket") == 1  # the emoji word is one [UNK]
+    assert MODEL.poorly_read("한") == 3 and MODEL.poorly_read("x 한 y 数") == 4  # jamo, Han
+
+
+def _share(text: str) -> float:
+    """The share of ``text``'s tokens, special tokens aside, read poorly."""
+    poor = MODEL.poorly_read(text)
+    assert poor is not None
+    return poor / (count(MODEL, text) - MODEL.special_tokens)
 
 
 def _warnings(blocks: list[dict[str, Any]], counter: Any = MODEL) -> list[str]:
@@ -222,24 +231,29 @@ def test_english_and_a_little_cjk_are_not_warned() -> None:
     # one Chinese word in an English sentence: under the share
     mixed = [{"block_id": "m", "type": "paragraph",
               "text": "The term for urban heat island in Chinese is 热岛, used across the report below."}]
-    assert MODEL.poorly_read(mixed[0]["text"]) < POORLY_READ_SHARE
+    assert 0 < _share(mixed[0]["text"]) < POORLY_READ_SHARE
     assert _warnings(mixed) == []
 
 
 def test_no_warning_from_a_counter_that_cannot_say() -> None:
-    assert poorly_read_warning(["도시 열섬 현상"], ESTIMATE) == []
+    assert poorly_read_warning([_chunk("도시 열섬 현상", 4)], ESTIMATE) == []
     korean = [{"block_id": "k", "type": "paragraph", "text": _brief()["ko-p1"]}]
     config = {**STRICT_MODEL, "max_tokens": 64, "token_counter": "estimate"}
     assert chunk_blocks(korean, config).stats.warnings == []
 
 
 def test_the_share_is_counted_per_chunk() -> None:
-    class Shares:
-        name = "shares"
+    class Poor:
+        name = "poor"
 
-        def poorly_read(self, text: str) -> float | None:
-            return {"a": 0.3, "b": 0.29, "c": None}[text]
+        def poorly_read(self, text: str) -> int | None:
+            return {"a": 30, "b": 29, "c": None}[text]
 
-    warning = poorly_read_warning(["a", "b", "c", "a"], Shares())
-    assert len(warning) == 1 and warning[0].startswith("2 of 4 chunks: shares's tokenizer")
-    assert poorly_read_warning(["b", "c"], Shares()) == []
+    chunks = [_chunk("a", 100), _chunk("b", 100), _chunk("c", 100), _chunk("a", 100)]
+    warning = poorly_read_warning(chunks, Poor())
+    assert len(warning) == 1 and warning[0].startswith("2 of 4 chunks: poor's tokenizer")
+    assert poorly_read_warning([_chunk("b", 100), _chunk("c", 100), _chunk("a", 0)], Poor()) == []
+
+
+def _chunk(text: str, tokens: int) -> Any:
+    return SimpleNamespace(text=text, token_count=tokens)
