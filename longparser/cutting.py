@@ -131,28 +131,27 @@ def _next_piece(
 
 def split_spans(
     text: str, fits: Fits, counter: TokenCounter, levels: tuple[re.Pattern[str], ...] = LEVELS,
-    *, first_piece: bool = False,
+    *, whole_words: bool = False,
 ) -> list[tuple[int, int]] | None:
     """Spans of ``text`` that each fit, cut at the coarsest of ``levels`` that works (code:
     :data:`CODE_LEVELS`); None if not even one character fits (and ``[]`` for a blank text).
 
-    With ``first_piece``, only the first piece is cut, never inside a word (None if not even
-    the first word fits), and the rest is one more span, to be cut where it goes.
+    With ``whole_words``, no piece is cut inside a word: None if not even the first word fits,
+    and from a word that does not fit on, the rest is one more span, to be cut where it goes.
     """
     start, end = text_bounds(text)
     levels = _for_text(levels, text)
     spans: list[tuple[int, int]] = []
     while start < end:
-        if first_piece and spans:
-            spans.append((start, end))
-            break
-        inside_words = not first_piece
-        cut = _next_piece(text, start, end, fits, counter, levels, inside_words)
+        cut = _next_piece(text, start, end, fits, counter, levels, not whole_words)
         if cut is None and text[start].isspace():
             # a code line's indentation, and not even a fragment of the line fits after it: the
             # indentation goes with the cut, like the whitespace at any other cut
             start = end - len(text[start:end].lstrip())
-            cut = _next_piece(text, start, end, fits, counter, levels, inside_words)
+            cut = _next_piece(text, start, end, fits, counter, levels, not whole_words)
+        if cut is None and whole_words and spans:
+            spans.append((start, end))
+            break
         if cut is None:
             return None
         spans.append((start, cut[0]))

@@ -12,7 +12,8 @@ boundary, then pack the pieces again.
   lead-in (like every later list piece), a pipe table's header line. Overlap is not repeated.
   Headings never end a piece that content follows: they move on with that content, unless not
   even the first word of it fits beside them (then they stand alone: no word is cut to follow
-  a heading, caption, lead-in or header line, and repeated text gives way before a word is cut).
+  a heading, caption, lead-in or header line, and repeated text gives way before a word is cut;
+  a later piece that would need a word cut beside them goes on whole, to be cut where it goes).
 * A part too long for any piece (an oversized paragraph or list item) is cut at line breaks,
   then sentence ends, then word boundaries, and a single over-long word by the counter's own
   prefix search (a tokenizer's offsets). A code block is cut at line ends only (each line
@@ -275,10 +276,11 @@ def _text_pieces(piece: Part, draft: Draft, budget: Budget) -> list[Part] | None
         trial = draft.evolve(parts=[*draft.parts, Part(piece.rec, candidate, budget.measure(candidate), sep)])
         return budget.fits(trial)
 
-    # beside openers or repeated text only the first piece is cut (the rest is cut where it goes)
+    # beside openers or repeated text no word is cut (a word that does not fit beside them goes
+    # on, with the rest, to where it is cut again)
     room_elsewhere = any(_opens(p, draft) for p in draft.parts) or _repeats_text(draft, budget)
     spans = split_spans(text, fits, budget.counter, CODE_LEVELS if piece.rec.kind == "code" else LEVELS,
-                        first_piece=room_elsewhere)
+                        whole_words=room_elsewhere)
     if spans is None:
         return None
     # a later cut is written after the text that separated it (whitespace, or nothing inside a word)
