@@ -107,7 +107,7 @@ def _next_piece(
     """Where the piece starting at ``start`` ends and the next one starts; None if nothing fits
     (or only a piece of a word, unless ``inside_words``)."""
     window = FIRST_WINDOW
-    words = levels[-1]
+    words = levels[-1]  # the finest level: word boundaries
     while True:
         stop = min(end, start + window)
         if stop < end:  # extend the window to the next word boundary: no word cut by the window

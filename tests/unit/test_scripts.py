@@ -8,6 +8,7 @@ fixture brief written for these tests (tests/fixtures/scripts/README.md).
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from itertools import pairwise
 from pathlib import Path
@@ -91,8 +92,6 @@ def test_japanese_quotes_closed_by_a_full_stop_end_a_sentence_unless_a_particle_
 ])
 def test_text_without_cjk_ends_sentences_as_before(text: str) -> None:
     """Only whitespace after . ! ? \u2026 (and closing quotes) ends a sentence in other scripts."""
-    import re
-
     before = [0, *[m.end(1) for m in re.finditer(r"[.!?\u2026][\"'\u201d\u2019)\]]*(\s+)(?=\S)", text)]]
     assert sentence_starts(text) == before
     assert not has_cjk(text)
