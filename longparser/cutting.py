@@ -100,6 +100,15 @@ def _inside_word(text: str, start: int, end: int, fits: Fits, counter: TokenCoun
     return start + (cluster_start(word, cut, 0) or cut)
 
 
+def _first_word_end(words: re.Pattern[str], text: str, start: int, stop: int) -> int:
+    """Where the first word of ``text[start:stop]`` ends (a boundary between two characters
+    right at ``start`` does not end an empty word)."""
+    gap = words.search(text, start, stop)
+    if gap is not None and gap.start(1) == gap.end(1) == start:
+        gap = words.search(text, start + 1, stop)
+    return gap.start(1) if gap else stop
+
+
 def _next_piece(
     text: str, start: int, end: int, fits: Fits, counter: TokenCounter, levels: tuple[re.Pattern[str], ...],
     inside_words: bool = True,
@@ -124,7 +133,7 @@ def _next_piece(
                 return cut
         if not inside_words:
             return None
-        first_word_end = (m.start(1) if (m := words.search(text, start + 1, stop)) else stop)
+        first_word_end = _first_word_end(words, text, start, stop)
         cut_at = _inside_word(text, start, first_word_end, fits, counter)
         return (cut_at, cut_at) if cut_at > start else None
 
