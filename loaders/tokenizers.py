@@ -108,6 +108,19 @@ _HAS_CONTROL = re.compile("[" + re.escape(_ASCII_CONTROLS.decode("ascii")) + "]"
 _ASCII_WORDS = re.compile(r"[!-/:-@\[-`{-~]|[^\t\n\r !-/:-@\[-`{-~]+")
 
 
+# Pieces a model reads poorly (:meth:`TokenizerCounter.poorly_read`): one character of these
+# scripts alone, its word-piece or word-start marker aside (a Hangul jamo, a syllable, a Han
+# ideograph, a kana).
+_SINGLE_SCRIPT_CHARACTER = re.compile(
+    "(?:##|\u2581|\u0120)?[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf"
+    "\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\U00020000-\U0003134f]")
+# Text only in the Latin, Greek and Cyrillic blocks, punctuation and symbols (arrows, math, box
+# drawing, shapes): no script a vocabulary may lack, so nothing is tokenized to say so; the
+# words holding any other character are looked at (split as :func:`words` splits them).
+_READ_WELL = re.compile("[\x00-\u052f\u1e00-\u2bff]*")
+_OTHER_SCRIPT_WORDS = re.compile("(?<![^ \t\n\r])[^ \t\n\r]*?[^\x00-\u052f\u1e00-\u2bff \t\n\r][^ \t\n\r]*")
+
+
 # --- what the counters need from a tokenizer ----------------------------------------------
 
 
@@ -187,6 +200,14 @@ class HuggingFaceTokens:
         encodings = encode([self._text(text) for text in texts], add_special_tokens=False)
         return [len(encoding.ids) for encoding in encodings]
 
+    def poorly_read(self, word: str) -> int:
+        """The pieces of ``word`` read poorly: the unknown token, and a single jamo, syllable,
+        Han ideograph or kana alone (what a vocabulary without the script falls back to)."""
+        tokens = self.tokenizer.encode(self._text(word), add_special_tokens=False).tokens
+        unknown = getattr(self.tokenizer.model, "unk_token", None)
+        return sum(token == unknown or _SINGLE_SCRIPT_CHARACTER.fullmatch(token) is not None
+                   for token in tokens)
+
     def ends(self, text: str) -> list[int] | None:
         """Where each token ends, in characters of ``text`` (None: offsets do not map back)."""
         seen = self._text(text)
@@ -250,6 +271,7 @@ class TokenizerCounter:
     def __init__(self, tokens: HuggingFaceTokens | _Tiktoken, *, name: str, kind: str, window: int) -> None:
         self.tokens, self.name, self.kind, self.window = tokens, name, kind, window
         self.special_tokens = tokens.specials
+        self._reading: _Memo | None = None  # each word's tokens read poorly, once asked
 
     def count(self, text: str) -> int:
         """The model's count of ``text``, special tokens included."""
@@ -260,6 +282,18 @@ class TokenizerCounter:
         for memo in [*vars(self).values(), *vars(self.tokens).values()]:
             if isinstance(memo, dict):
                 memo.clear()
+
+    def poorly_read(self, text: str) -> int | None:
+        """How many of ``text``'s tokens the model reads poorly: the unknown token, single jamo
+        and single CJK characters (``longparser.scripts``); None for a tokenizer whose pieces
+        are bytes (tiktoken). Counted word by word, each word once per process."""
+        if not isinstance(self.tokens, HuggingFaceTokens):
+            return None
+        if text.isascii() or _READ_WELL.fullmatch(text):
+            return 0
+        if self._reading is None:
+            self._reading = _Memo(self.tokens.poorly_read)
+        return sum(map(self._reading.__getitem__, _OTHER_SCRIPT_WORDS.findall(text)))
 
     def fitting_prefix(self, text: str, budget: int) -> int:
         """Up to the end of the last token that fits (a word may be cut between its tokens).

@@ -26,15 +26,16 @@ from longparser.build import Draft
 BREADCRUMB_SEPARATOR = "\n"
 
 
-def breadcrumb(draft: Draft, sole_chunk: bool = False) -> list[str]:
+def breadcrumb(draft: Draft, sole_chunk: bool = False, *, prefixed: bool = False) -> list[str]:
     """The section titles to put before ``draft``'s text, outermost first (``sole_chunk``: the
-    draft is its section's only chunk). While drafts are still fitted their number is not known,
-    so the budget counts the breadcrumb of a section of several chunks: the longer one."""
+    draft is its section's only chunk; ``prefixed``: as they will be once a prefix, such as
+    overlap, goes before the text: whole). While drafts are still fitted their number is not
+    known, so the budget counts the breadcrumb of a section of several chunks: the longer one."""
     titles = draft.section.crumbs if draft.breadcrumb is None else draft.breadcrumb
     if draft.section.crumbs_repeat_heading and not sole_chunk:
         return list(titles)
     leading: set[str] = set()
-    if not draft.prefix:
+    if not draft.prefix and not prefixed:
         for piece in draft.parts:
             if piece.rec.kind != "heading" or piece.repeated:
                 break

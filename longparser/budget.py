@@ -97,7 +97,9 @@ class Budget:
             return None
         count_joined = self.counter.count_joined
         base = [p.units for p in draft.parts]
-        if self.with_breadcrumb and (titles := breadcrumb(draft)):
+        # the breadcrumb as it will be with the prefix: a heading the text starts with no
+        # longer stands first, so its title is written in the breadcrumb too
+        if self.with_breadcrumb and (titles := breadcrumb(draft, prefixed=True)):
             base.append(self.measure(BREADCRUMB_SEPARATOR.join(titles)))
 
         def ok(units: int) -> bool:

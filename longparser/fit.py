@@ -10,7 +10,10 @@ boundary, then pack the pieces again.
 * A draft over the budget is cut between its parts (blocks, list items, row batches) into
   pieces that fit. Each later piece repeats what its content needs to be understood: a list's
   lead-in (like every later list piece), a pipe table's header line. Overlap is not repeated.
-  Headings never end a piece that content follows: they move on with that content.
+  Headings never end a piece that content follows: they move on with that content, unless not
+  even the first word of it fits beside them (then they stand alone: no word is cut to follow
+  a heading, caption, lead-in or header line, and repeated text gives way before a word is cut;
+  a later piece that would need a word cut beside them goes on whole, to be cut where it goes).
 * A part too long for any piece (an oversized paragraph or list item) is cut at line breaks,
   then sentence ends, then word boundaries, and a single over-long word by the counter's own
   prefix search (a tokenizer's offsets). A code block is cut at line ends only (each line
@@ -263,7 +266,9 @@ def _has_content(draft: Draft) -> bool:
 
 def _text_pieces(piece: Part, draft: Draft, budget: Budget) -> list[Part] | None:
     """``piece`` cut so that each cut fits after what ``draft`` holds; None if not even a
-    fragment of it fits there."""
+    fragment of it fits there, or not even its first word after a heading, caption or lead-in
+    (they then stand alone) or beside repeated text (which gives way first): a word is cut only
+    where nothing else could give it room."""
     text, (offset, _) = piece.text, piece.span or (0, 0)
     sep = piece.sep if draft.parts else ""
 
@@ -271,7 +276,11 @@ def _text_pieces(piece: Part, draft: Draft, budget: Budget) -> list[Part] | None
         trial = draft.evolve(parts=[*draft.parts, Part(piece.rec, candidate, budget.measure(candidate), sep)])
         return budget.fits(trial)
 
-    spans = split_spans(text, fits, budget.counter, CODE_LEVELS if piece.rec.kind == "code" else LEVELS)
+    # beside openers or repeated text no word is cut (a word that does not fit beside them goes
+    # on, with the rest, to where it is cut again)
+    room_elsewhere = any(_opens(p, draft) for p in draft.parts) or _repeats_text(draft, budget)
+    spans = split_spans(text, fits, budget.counter, CODE_LEVELS if piece.rec.kind == "code" else LEVELS,
+                        whole_words=room_elsewhere)
     if spans is None:
         return None
     # a later cut is written after the text that separated it (whitespace, or nothing inside a word)
@@ -323,6 +332,12 @@ def _next_piece(draft: Draft, carried: list[Part], budget: Budget, upcoming: Par
         carried = [carried[0].after(LINE_SEPARATOR if opening else ""), *carried[1:]]
     piece.parts = opening + carried
     return piece
+
+
+def _repeats_text(piece: Draft, budget: Budget) -> bool:
+    """Whether ``piece`` repeats text that :func:`_drop_repeated_text` can give up."""
+    return bool(piece.prefix or any(p.repeated for p in piece.parts)
+                or (budget.with_breadcrumb and breadcrumb(piece)))
 
 
 def _drop_repeated_text(piece: Draft, budget: Budget) -> bool:

@@ -17,8 +17,9 @@ Decisions:
 * ``stats.warnings``: what the request should hear about its config
   (:func:`schemas.config.config_warnings`: a field set to something other than its default that
   does nothing in the request's mode, a deprecated name), then about its output
-  (``heading_context`` with no section path); each is also logged once per call, which the
-  command line prints.
+  (``heading_context`` with no section path; chunks the model's tokenizer reads poorly,
+  :func:`~longparser.scripts.poorly_read_warning`); each is also logged once per call, which
+  the command line prints.
 * ``token_count`` is the counter's count of the final text (with overlap and repeated text);
   packing works on per-block counts (their sums may differ from the joined text's count).
 * The cyclic garbage collector is paused during a call (:func:`collector_paused` says why and
@@ -58,6 +59,7 @@ from longparser.preset import expanded, resolve
 from longparser.quality import ChunkScorer
 from longparser.repeats import CHUNK_CAP_FLOOR, TEXT_CHARS_PER_CHUNK, chunk_cap, short_path
 from longparser.resources import NO_RESOURCES, Resources
+from longparser.scripts import poorly_read_warning
 from longparser.sections import ProseSeg, Section, TableSeg, group_sections
 from longparser.semantic import section_boundaries
 from longparser.table_chunks import pack_tables, table_drafts
@@ -109,7 +111,8 @@ STAGES: tuple[Stage, ...] = (
           "ids, final token counts, quality scores, `embed_text` and boxes; each chunk built once"),
 )
 # What every stage uses, not a step of its own.
-SHARED: tuple[str, ...] = ("budget", "build", "tokens", "cutting", "preset", "repeats", "resources", "errors")
+SHARED: tuple[str, ...] = ("budget", "build", "tokens", "cutting", "scripts", "preset", "repeats",
+                           "resources", "errors")
 
 NO_ENCODER_REASON = "no encoder provided"
 
@@ -373,7 +376,8 @@ def _chunk_blocks(
         resources=res.availability(),
         timings_ms=timings,
         section_paths=section_paths,
-        warnings=[*warnings, *context_warnings(cfg, chunks)],
+        warnings=[*warnings, *context_warnings(cfg, chunks),
+                  *poorly_read_warning(chunks, counter)],
         config=expanded(requested.fit, cfg),
     )
     return ChunkResult(document_id=document_id, chunks=chunks, parents=parents, stats=stats)

@@ -10,7 +10,11 @@ pieces. A counter provides:
   measured ``units``. An additive counter (``additive``) computes it from the units alone, so nothing is
   counted twice and a caller may pass any text; any other counter counts ``text``;
 * ``fitting_prefix(text, budget)``: the length, in characters, of the longest prefix of
-  ``text`` counting at most ``budget`` (how a single over-long word is cut in strict mode).
+  ``text`` counting at most ``budget`` (how a single over-long word is cut in strict mode);
+* optionally, ``poorly_read(text)``: how many of the text's tokens the model reads poorly
+  (``[UNK]``, single jamo, single CJK characters), or None when the counter cannot say; a
+  tokenizer's counter has it, and ``stats.warnings`` says when chunks are mostly read so
+  (:func:`longparser.scripts.poorly_read_warning`).
 
 The default is the word estimate, ``max(1, int(words * 1.33))`` with ``words`` the
 whitespace-separated words of the text. It is an estimate of the embedding tokenizer's count,

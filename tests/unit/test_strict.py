@@ -7,12 +7,15 @@ a non-additive counter are covered by the property tests (tests/property/test_st
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 
 from longparser import Resources, chunk_blocks
 from longparser.errors import RequestRefused
 from longparser.tokens import ESTIMATE, count
 from schemas import InputError
+from tests.counters import CallableCounter
 from tests.unit.engine_helpers import run_engine, table_dict, words
 
 STRICT = {"strict_max_tokens": True}
@@ -260,3 +263,39 @@ def test_a_heading_merged_into_a_list_piece_keeps_the_lead_in_for_later_pieces(m
     ]
     assert [c.metadata.get("lead_in_block_id") for c in result.chunks] == [None, "b2", "b2"]
     _fits(result, 20)
+
+
+def _cut_between_words(result, block_id: str, text: str) -> bool:
+    """Whether every cut of ``text`` (a block's pieces, ``block_parts``) has whitespace in it."""
+    spans = sorted({(p["start"], p["end"]) for c in result.chunks for p in c.metadata.get("block_parts", [])
+                    if p["block_id"] == block_id})
+    return all(text[end:start].isspace() for (_, end), (start, _) in pairwise(spans))
+
+
+def test_a_word_is_not_cut_to_follow_a_heading_or_a_lead_in(make_block):
+    # Found by the property search over CJK text, and the same in English: with a counter of
+    # characters, a heading (or a list's lead-in, which must not end a chunk) left room for only
+    # a fragment of the next block's first word, and the word was cut to follow it. The heading
+    # stands alone instead; the lead-in's rest goes on in the next chunk, whole words only.
+    stub = Resources(model_counter=CallableCounter(lambda text: len(text) // 3 + 2, name="stub"))
+    long_title = "Urban heat island findings, year one"
+    paragraph = "Concrete areas cooled slowly at night, the data show clearly."
+    result = run_engine([make_block(long_title, "heading"), make_block(paragraph)], stub, max_tokens=16,
+                        token_counter="model", heading_context=False, **STRICT)
+    assert result.chunks[0].text == long_title
+    assert _cut_between_words(result, "b2", paragraph)
+    lead_in = "Urban heat islands make the city warmer than its surroundings instance."
+    blocks = [make_block("Sum", "heading"), make_block("Sum", "heading"), make_block(lead_in),
+              make_block("Concrete areas cooled slowly at night, the data show.", "list_item")]
+    result = run_engine(blocks, stub, max_tokens=16, token_counter="model", heading_context=False, **STRICT)
+    assert _cut_between_words(result, "b3", lead_in)
+
+
+def test_overlap_before_a_chunk_that_starts_with_its_heading_counts_the_whole_breadcrumb(make_block):
+    # Overlap moves the heading from the start of the text: its title is then written in the
+    # breadcrumb too, and the room for the overlap must count it (this chunk counted 18 of 16).
+    title = "alpha beta gamma delta epsilon zeta"
+    blocks = [make_block(title, "heading", path=(title,)), make_block("Concretecoveredareas.", path=(title,)),
+              make_block("Summary", "heading", path=()), make_block(title, "heading", path=(title,))]
+    result = run_engine(blocks, max_tokens=16, min_tokens=0, overlap_blocks=1, heading_context=True, **STRICT)
+    _fits(result, 16)
