@@ -159,15 +159,17 @@ def settings_env(values: dict[str, Any], **overrides: str) -> dict[str, str]:
 
 def start_worker(name: str, values: dict[str, Any], log_dir: Path, *, concurrency: int = 2,
                  cwd: Path = REPO_ROOT, ready: Callable[[Proc], bool] | None = None,
-                 argv_prefix: list[str] | None = None) -> Proc:
+                 argv_prefix: list[str] | None = None, queues: str | None = None) -> Proc:
     """``celery -A worker worker`` (prefork, events on), waiting until its log says it is ready.
+
+    ``queues`` (``-Q``): the structural queue unless given.
 
     ``argv_prefix`` runs it through another command that execs it (``ip netns exec NS``), so the
     process started is still the worker's parent.
     """
     node = f"{name}-{uuid.uuid4().hex[:6]}@{socket.gethostname()}"
     argv = [*(argv_prefix or []), CELERY, "-A", "worker", "worker", "-P", "prefork", "-c", str(concurrency),
-            "-n", node, "-Q", str(values.get("structural_queue", "chunking")), "-E", "-l", "INFO",
+            "-n", node, "-Q", queues or str(values.get("structural_queue", "chunking")), "-E", "-l", "INFO",
             "--without-gossip", "--without-mingle", "--without-heartbeat"]
     env = settings_env(values)
     # That checkout's packages first, its producer client too (another one may be installed).

@@ -62,7 +62,7 @@ def test_postgres_restarted_mid_write_while_a_worker_embeds_and_stores(space: An
             values = base_values(server.url, prefix, semantic_enabled=True, vector_store_url=postgres.url,
                                  vector_collection=collection)
             # first the worker: submit refuses embed until a worker announces an encoder
-            worker = start_worker("vectors", values, logs, concurrency=1)
+            worker = start_worker("vectors", values, logs, concurrency=1, queues="chunking,semantic")
             with Producer(Settings(**base_values(server.url, prefix))) as producer:
                 wait_until(lambda: live_encoders(server.client().hgetall(encoders_key(prefix)),
                                                  producer.settings.semantic_queue),
