@@ -63,7 +63,7 @@ from lpeval.retrieval_set import (
     SetDocument,
     split_documents,
 )
-from schemas.config import MODEL_WINDOW, ChunkingConfig, fit_preset
+from schemas.config import MODEL_WINDOW, RECOMMENDED_CONFIG, ChunkingConfig, fit_preset
 
 BUDGET = MODEL_WINDOW  # the pinned model's; a run with another model uses that model's window
 CONTEXT_BUDGETS = (512, 1024)
@@ -119,13 +119,13 @@ class BenchError(Exception):
 # --- our chunks ------------------------------------------------------------------------------
 
 
-def our_configs(window: int = MODEL_WINDOW, sizes: Sequence[int] = (),
+def our_configs(model: BenchEncoder = PINNED_ENCODER, sizes: Sequence[int] = (),
                 ablations: bool = True) -> dict[str, dict[str, Any] | None]:
     """Row name -> config fields (None: the default config). The recommended row is the ``fit``
-    preset for a model of ``window`` tokens (RECOMMENDED_CONFIG at the pinned model's); each of
+    preset for ``model`` (:func:`recommended_config`); each of
     ``sizes`` adds the preset with that ``max_tokens`` (what ``fit`` should pick is measured so);
     without ``ablations``, no ablation and no semantic row (a quicker run with a larger model)."""
-    recommended = fit_preset("model", window)
+    recommended = recommended_config(model)
     rows: dict[str, dict[str, Any] | None] = {RECOMMENDED_ROW: recommended, "ours: default config": None}
     if ablations:
         rows["ours: recommended + semantic_method recommended"] = {
@@ -135,6 +135,13 @@ def our_configs(window: int = MODEL_WINDOW, sizes: Sequence[int] = (),
     for size in sizes:
         rows[f"{RECOMMENDED_ROW}, max_tokens {size}"] = {**recommended, "max_tokens": size}
     return rows
+
+
+def recommended_config(model: BenchEncoder) -> dict[str, Any]:
+    """The recommended row's config for ``model``: RECOMMENDED_CONFIG (``{"fit": "model"}``
+    spelled out) for the pinned model; ``{"fit": NAME}`` for another, which the engine expands
+    with that model's counter, held under NAME (:attr:`BenchEncoder.counter_name`)."""
+    return dict(RECOMMENDED_CONFIG) if model is PINNED_ENCODER else {"fit": model.counter_name}
 
 
 def is_chunker(row_name: str) -> bool:
@@ -216,8 +223,9 @@ class ModelTokens:
 
 
 def build_rows(documents: Sequence[SetDocument], anchors: dict[str, Any] | None, only_ours: bool,
-               tokens: ModelTokens, encoder: Any, counter: Any,
-               sizes: Sequence[int] = (), ablations: bool = True) -> tuple[list[Row], dict[str, str]]:
+               tokens: ModelTokens, encoder: Any, counter: Any, sizes: Sequence[int] = (),
+               ablations: bool = True,
+               model: BenchEncoder = PINNED_ENCODER) -> tuple[list[Row], dict[str, str]]:
     """Every row's chunks of every document, and each document's Markdown export."""
     from longparser import Resources
 
@@ -226,13 +234,14 @@ def build_rows(documents: Sequence[SetDocument], anchors: dict[str, Any] | None,
         markdown.setdefault(doc.id, doc.markdown())
     blocks = {doc.id: doc.blocks() for doc in documents}
     rows: list[Row] = []
-    recommended = fit_preset("model", tokens.window)
-    for name, fields in our_configs(tokens.window, sizes, ablations).items():
+    recommended = recommended_config(model)
+    counters = {} if model is PINNED_ENCODER else {model.counter_name: counter}
+    for name, fields in our_configs(model, sizes, ablations).items():
         row = Row(name, json.dumps(fields, sort_keys=True) if fields is not None else "defaults", "blocks")
         config, row.unavailable = config_or_reason(fields)
         if config is not None:
             resources = Resources(encoder=encoder if config.use_semantic_chunking else None,
-                                  model_counter=counter)
+                                  model_counter=counter, counters=counters)
             start = time.perf_counter()
             row.chunks = {d.id: chunk_with_engine(blocks[d.id], config, resources, d.id) for d in documents}
             row.seconds = time.perf_counter() - start
@@ -244,7 +253,7 @@ def build_rows(documents: Sequence[SetDocument], anchors: dict[str, Any] | None,
         row.unavailable = "n/a: no Markdown reader installed (" + ", ".join(MARKDOWN_READERS) + ")"
     else:
         config = ChunkingConfig(**recommended)
-        resources = Resources(model_counter=counter)
+        resources = Resources(model_counter=counter, counters=counters)
         row.chunks = {d.id: chunk_with_engine(reader(markdown[d.id]), config, resources, d.id)
                       for d in documents}
     rows.append(row)
@@ -475,14 +484,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                             f"not at {model.name}'s window {model.window} (anchors.py --budget)")
     tokens = ModelTokens(counter.tokens.tokenizer, model.window)
     rows, markdown = build_rows(documents, anchors, args.only_ours, tokens, encoder, counter, args.max_tokens,
-                                not args.no_ablations)
+                                not args.no_ablations, model)
     texts = [c.embed for r in rows for d in documents for c in r.chunks.get(d.id, [])]
     vectors = embed_all(encoder, [*texts, *(q.question for d in documents for q in d.questions)])
     result = report(rows, documents, score_rows(rows, documents, markdown, tokens, vectors), tokens)
     result.update({"set": Path(args.set).name, "split": args.split,
                    "model": model.name if model is not PINNED_ENCODER else encoder.name,
                    "weights_sha256": encoder.weights_sha256,
-                   "recommended_config": fit_preset("model", model.window),
+                   "recommended_config": recommended_config(model),
+                   "fitted_config": fit_preset(model.counter_name, model.window),
                    "anchor_versions": (anchors or {}).get("versions", {})})
     return result
 

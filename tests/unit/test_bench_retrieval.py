@@ -226,11 +226,14 @@ def test_the_oracle_row_chooses_among_chunkers_not_among_variations():
 
 def test_rows_run_at_the_window_of_the_model():
     assert bench.our_configs()[bench.RECOMMENDED_ROW] == dict(RECOMMENDED_CONFIG)
-    rows = bench.our_configs(384, sizes=(256, 320))
-    assert rows[bench.RECOMMENDED_ROW]["max_tokens"] == 384
+    from lpeval.encoders import SECOND_ENCODER
+
+    rows = bench.our_configs(SECOND_ENCODER, sizes=(256, 320))
+    assert rows[bench.RECOMMENDED_ROW] == {"fit": "all-mpnet-base-v2"}  # the engine fits it to 384
     recommended = rows[bench.RECOMMENDED_ROW]
     assert rows[f"{bench.RECOMMENDED_ROW}, max_tokens 320"] == {**recommended, "max_tokens": 320}
-    assert list(bench.our_configs(384, ablations=False)) == [bench.RECOMMENDED_ROW, "ours: default config"]
+    quick = bench.our_configs(SECOND_ENCODER, ablations=False)
+    assert list(quick) == [bench.RECOMMENDED_ROW, "ours: default config"]
     tokenizer = load_model_counter().tokens.tokenizer
     assert bench.ModelTokens(tokenizer).room == 254 and bench.ModelTokens(tokenizer, 384).room == 382
 
