@@ -307,3 +307,13 @@ def test_the_command_exits_3_without_the_model(monkeypatch, capsys):
     monkeypatch.setattr(loaders.encoder, "load_encoder", unavailable)
     assert bench.main(["--split", "dev", "--document", SMALL_DEV]) == 3
     assert "the pinned model is not installed" in capsys.readouterr().err
+
+
+def test_long_texts_are_embedded_in_windows_of_the_counter_s_own_window():
+    """The second encoder reads 384 tokens: its texts are cut into windows of 384, not 256."""
+    from loaders.encoder import _windows
+    from loaders.tokenizers import WordCounter
+
+    counter = load_model_counter()
+    assert _windows(counter).room == 254
+    assert _windows(WordCounter(counter.tokens, name="wider", kind="hf", window=384)).room == 382
