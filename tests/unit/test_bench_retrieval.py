@@ -15,10 +15,18 @@ import pytest
 
 from loaders.tokenizer import load_model_counter
 from lpeval import bench_retrieval as bench
-from lpeval.retrieval_set import DEFAULT_SET, RetrievalSetError, read_documents, split_documents
+from lpeval.retrieval_set import (
+    DEFAULT_SET,
+    RetrievalSetError,
+    read_documents,
+    split_documents,
+    validate_main,
+    validate_set,
+)
 from schemas.config import RECOMMENDED_CONFIG, ChunkingConfig
 
 ROOT = Path(__file__).resolve().parents[2]
+SECOND_SET = ROOT / "eval" / "retrieval_v2"
 SMALL_DEV = "dl-docx-word-sample"
 
 
@@ -94,15 +102,51 @@ def test_the_set_loads_and_splits_by_document():
         split_documents("train")
 
 
-def test_the_frozen_questions_pass_the_validator(capsys, monkeypatch):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("retrieval_v1_validate", DEFAULT_SET / "validate.py")
-    validate = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(validate)
-    monkeypatch.setattr(sys, "argv", ["validate.py"])
-    assert validate.main() == 0
+@pytest.mark.parametrize("set_dir", [DEFAULT_SET, SECOND_SET])
+def test_the_frozen_questions_pass_the_validator(set_dir, capsys):
+    assert validate_main(set_dir, []) == 0
     assert capsys.readouterr().out.rstrip().endswith("OK")
+
+
+def test_the_validator_refuses_an_answer_found_twice_and_a_reserved_file(tmp_path):
+    import shutil
+
+    shutil.copytree(SECOND_SET, tmp_path / "set")
+    questions = json.loads((tmp_path / "set" / "questions_v1.json").read_text(encoding="utf-8"))
+    ods = next(d for d in questions["documents"] if d["id"] == "v2-ods-freshwater-ducks")
+    ods["questions"][0]["answer"] = "Freshwater Ducks"  # the title table's text holds it as well
+    ods["file"] = "documents/normal_4pages.json"
+    shutil.copy(tmp_path / "set" / "documents" / "odf_table_with_title_01.ods.json",
+                tmp_path / "set" / "documents" / "normal_4pages.json")
+    (tmp_path / "set" / "questions_v1.json").write_text(json.dumps(questions), encoding="utf-8")
+    _, errors = validate_set(tmp_path / "set")
+    assert any("occurs 2 times" in e for e in errors)
+    assert any("normal_4pages.json is a reserved document" in e for e in errors)
+
+
+def test_the_validator_refuses_a_file_the_tests_already_use(tmp_path):
+    import shutil
+
+    shutil.copytree(SECOND_SET, tmp_path / "set")
+    fixture = ROOT / "tests" / "fixtures" / "docling_inline" / "formatting.html.json"
+    shutil.copy(fixture, tmp_path / "set" / "documents" / "kvp_data_example.html.json")
+    _, errors = validate_set(tmp_path / "set")
+    assert any("already used in tests/fixtures/docling_inline/formatting.html.json" in e for e in errors)
+
+
+def test_the_second_set_is_test_only_and_reads_markdown_through_our_reader():
+    from loaders.markdown import blocks_from_markdown
+
+    with pytest.raises(RetrievalSetError, match="no 'dev' split"):
+        split_documents("dev", SECOND_SET)
+    documents = split_documents("test", SECOND_SET)
+    page = next(d for d in documents if d.is_markdown)
+    text = page.path.read_text(encoding="utf-8")
+    assert page.markdown() == text
+    assert page.blocks() == blocks_from_markdown(text, source_file=page.path.name)
+    assert page.docling()["name"] and page.docling_path.name == page.path.name + ".json"
+    pdf = next(d for d in documents if not d.is_markdown)
+    assert pdf.docling() == json.loads(pdf.path.read_text(encoding="utf-8"))
 
 
 def test_one_document_end_to_end_with_a_stub_encoder(tokens):
@@ -185,14 +229,64 @@ def test_both_granularities_index_the_chunks_and_their_small_sections(tokens):
     assert expand([0, 3, 1, 2]) == [embedded[0], alpha, embedded[2]]  # chunk 1 came with Alpha
 
 
-def test_the_questions_are_the_frozen_file():
+@pytest.mark.parametrize("set_dir", [DEFAULT_SET, SECOND_SET])
+def test_the_questions_are_the_frozen_file(set_dir):
     """Labels are never edited: a correction is a new file (eval/retrieval_v1/README.md)."""
     import hashlib
 
-    readme = (DEFAULT_SET / "README.md").read_text(encoding="utf-8")
+    readme = (set_dir / "README.md").read_text(encoding="utf-8")
     recorded = re.search(r"`questions_v1.json` \| `([0-9a-f]{64})`", readme)
     assert recorded is not None
-    assert hashlib.sha256((DEFAULT_SET / "questions_v1.json").read_bytes()).hexdigest() == recorded.group(1)
+    assert hashlib.sha256((set_dir / "questions_v1.json").read_bytes()).hexdigest() == recorded.group(1)
+
+
+def test_the_oracle_row_chooses_among_chunkers_not_among_variations():
+    from lpeval.retrieval_metrics import QuestionScore
+
+    def score(rank):
+        return QuestionScore(rank=rank, recalled={b: rank is not None for b in bench.CONTEXT_BUDGETS},
+                             cut_mid_fact=False)
+
+    scores = {bench.RECOMMENDED_ROW: [score(3), score(None)],
+              f"{bench.RECOMMENDED_ROW}, rows as pipe": [score(1), score(1)],
+              "anchor: hybrid": [score(2), score(None)]}
+    assert [bench.is_chunker(n) for n in scores] == [True, False, True]
+    import dataclasses
+
+    (document,) = [d for d in split_documents("dev") if d.id == SMALL_DEV]
+    documents = [dataclasses.replace(document, questions=document.questions[:2])]
+    rows = [bench.Row(n, "", "blocks", chunks={SMALL_DEV: [bench.Chunked("a chunk")]}) for n in scores]
+    result = bench.report(rows, documents, scores, bench.ModelTokens(load_model_counter().tokens.tokenizer))
+    oracle, best = result["best_chunker_per_question"], result["best_per_question"]
+    assert oracle["chunkers"] == [bench.RECOMMENDED_ROW, "anchor: hybrid"]
+    assert [q["rank"] for q in oracle["per_question"]] == [2, None]
+    assert oracle["mrr@10"] == 0.25 and best["mrr@10"] == 1.0
+    tables = bench.markdown_tables({**result, "rows": []})
+    assert tables.index("| *best chunker per question* |") < tables.index("| *best row per question* |")
+
+
+def test_rows_run_at_the_window_of_the_model():
+    assert bench.our_configs()[bench.RECOMMENDED_ROW] == dict(RECOMMENDED_CONFIG)
+    from lpeval.encoders import SECOND_ENCODER
+
+    rows = bench.our_configs(SECOND_ENCODER, sizes=(256, 320))
+    assert rows[bench.RECOMMENDED_ROW] == {"fit": "all-mpnet-base-v2"}  # the engine fits it to 384
+    recommended = rows[bench.RECOMMENDED_ROW]
+    assert rows[f"{bench.RECOMMENDED_ROW}, max_tokens 320"] == {**recommended, "max_tokens": 320}
+    quick = bench.our_configs(SECOND_ENCODER, ablations=False)
+    assert list(quick) == [bench.RECOMMENDED_ROW, "ours: default config"]
+    tokenizer = load_model_counter().tokens.tokenizer
+    assert bench.ModelTokens(tokenizer).room == 254 and bench.ModelTokens(tokenizer, 384).room == 382
+
+
+def test_only_the_benchmark_s_encoders_are_accepted(tmp_path):
+    from loaders.pinned_model import EncoderUnavailable
+    from lpeval.encoders import PINNED_ENCODER
+
+    assert bench.bench_encoder(None) is PINNED_ENCODER
+    (tmp_path / "model.safetensors").write_bytes(b"not a known model")
+    with pytest.raises(EncoderUnavailable, match="none of the benchmark's encoders"):
+        bench.bench_encoder(str(tmp_path))
 
 
 class StubLoaders:
@@ -204,7 +298,7 @@ class StubLoaders:
         monkeypatch.setattr(loaders.encoder, "load_encoder", self.load_encoder)
         self.calls = 0
 
-    def load_encoder(self, model_path=None, threads=None, counter=None):
+    def load_encoder(self, model_path=None, threads=None, counter=None, **kwargs):
         self.calls += 1
         return BagOfWords()
 
@@ -227,12 +321,19 @@ def test_the_command_runs_one_document_and_writes_both_reports(tmp_path, monkeyp
     (["--split", "dev", "--anchors", "/no/such/anchors.json"], 2, "cannot read /no/such/anchors.json"),
     (["--split", "test", "--anchors", "{anchors}"], 2, "holds the 'dev' split, not 'test'"),
     (["--split", "dev", "--set", "/no/such/set"], 2, "/no/such/set"),
+    (["--split", "dev", "--set", "eval/retrieval_v2"], 2, "has no 'dev' split"),
+    (["--split", "dev", "--anchors", "{anchors384}"], 2, "chunked at 384 tokens, not at"),
+    (["--split", "dev", "--anchors", "{anchors_v2}"], 2, "holds the set 'retrieval_v2', not 'retrieval_v1'"),
 ])
 def test_the_command_refuses_bad_arguments_in_one_line(argv, status, says, tmp_path, monkeypatch, capsys):
     StubLoaders(monkeypatch)
-    anchors = tmp_path / "anchors.json"
-    anchors.write_text(json.dumps({"split": "dev", "anchors": {}}), encoding="utf-8")
-    assert bench.main([a.replace("{anchors}", str(anchors)) for a in argv]) == status
+    files = {"{anchors}": {"split": "dev", "anchors": {}},
+             "{anchors384}": {"split": "dev", "budget": 384, "anchors": {}},
+             "{anchors_v2}": {"set": "retrieval_v2", "split": "dev", "anchors": {}}}
+    for name, content in files.items():
+        (tmp_path / name.strip("{}")).write_text(json.dumps(content), encoding="utf-8")
+    argv = [str(tmp_path / a.strip("{}")) if a in files else a for a in argv]
+    assert bench.main(argv) == status
     err = capsys.readouterr().err.strip()
     assert err.startswith("lpeval bench-retrieval: error: ") and says in err and "\n" not in err
 
@@ -247,3 +348,13 @@ def test_the_command_exits_3_without_the_model(monkeypatch, capsys):
     monkeypatch.setattr(loaders.encoder, "load_encoder", unavailable)
     assert bench.main(["--split", "dev", "--document", SMALL_DEV]) == 3
     assert "the pinned model is not installed" in capsys.readouterr().err
+
+
+def test_long_texts_are_embedded_in_windows_of_the_counter_s_own_window():
+    """The second encoder reads 384 tokens: its texts are cut into windows of 384, not 256."""
+    from loaders.encoder import _windows
+    from loaders.tokenizers import WordCounter
+
+    counter = load_model_counter()
+    assert _windows(counter).room == 254
+    assert _windows(WordCounter(counter.tokens, name="wider", kind="hf", window=384)).room == 382
