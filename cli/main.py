@@ -139,7 +139,7 @@ def _add_config_flags(parser: argparse.ArgumentParser, semantic_help: str) -> No
     flags.add_argument(
         "--fit", metavar="TOKENIZER",
         help="one setting for an embedding model: 'model', a tokenizer path or a declared name; strict "
-             "mode with that tokenizer, max_tokens = min(its window, 512) and the recommended settings "
+             "mode with that tokenizer, max_tokens = min(its window, 256) and the recommended settings "
              "(other flags and -c win) (default: off)",
     )
     flags.add_argument(

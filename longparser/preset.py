@@ -2,7 +2,7 @@
 
 ``fit`` names a tokenizer (``model``, a declared name, a path the caller loaded) and expands
 to the recommended settings for it (:func:`schemas.config.fit_config`): strict mode, that
-counter, ``max_tokens = min(window, 512)`` and :data:`schemas.config.FIT_SETTINGS`, fields set
+counter, ``max_tokens = min(window, FIT_MAX_TOKENS)`` (256) and :data:`schemas.config.FIT_SETTINGS`, fields set
 explicitly winning except those that would undo the fit (:func:`schemas.config.fit_refusal`).
 In strict mode ``max_tokens`` may not exceed the counter's window
 (:func:`schemas.config.above_window`, the one window rule): chunks would then be cut by the

@@ -9,7 +9,7 @@ every count is ``encode(text, add_special_tokens=True)`` of the tokenizer itself
 
 On generated documents (every block type, unicode, huge paragraphs, ragged tables) and on the
 real fixtures (the docling documents, the sample document): no chunk's embedded text counts
-more than ``max_tokens - reserve_tokens`` (with ``fit``: ``min(window, 512)``), every
+more than ``max_tokens - reserve_tokens`` (with ``fit``: ``min(window, FIT_MAX_TOKENS)``), every
 ``token_count`` is the real count of the chunk's text, nothing is lost, reading order holds.
 """
 
@@ -31,6 +31,7 @@ from loaders.tokenizers import load_tokenizer, spec_for_path
 from longparser import chunk_blocks
 from longparser.resources import Resources
 from schemas import ChunkResult, parse_input
+from schemas.config import FIT_MAX_TOKENS
 from schemas.tokenizers import TokenizerSpec
 from tests.property.strategies import block_streams, configs
 from tests.property.test_invariants import PROPERTY_SETTINGS, check_exclusions
@@ -98,7 +99,7 @@ def test_fit_fits_the_window_with_the_recommended_settings(
 ) -> None:
     config = {"fit": family, "reserve_tokens": reserve}
     result = chunk_blocks(blocks, config, family_resources(family), document_id="doc")
-    maximum = min(FAMILIES[family][2], 512)
+    maximum = min(FAMILIES[family][2], FIT_MAX_TOKENS)
     assert result.stats.config is not None and result.stats.config["max_tokens"] == maximum
     kept = check_exclusions(blocks, result.stats.config, result)
     check_fits_real_tokenizer(result, family, maximum - reserve)

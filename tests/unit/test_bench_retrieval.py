@@ -19,6 +19,7 @@ from lpeval.retrieval_set import (
     DEFAULT_SET,
     RetrievalSetError,
     read_documents,
+    read_split,
     split_documents,
     validate_main,
     validate_set,
@@ -287,6 +288,54 @@ def test_only_the_benchmark_s_encoders_are_accepted(tmp_path):
     (tmp_path / "model.safetensors").write_bytes(b"not a known model")
     with pytest.raises(EncoderUnavailable, match="none of the benchmark's encoders"):
         bench.bench_encoder(str(tmp_path))
+
+
+def test_a_model_directory_without_weights_or_a_tokenizer_is_refused_in_one_line(tmp_path):
+    from loaders.pinned_model import EncoderUnavailable
+    from loaders.tokenizers import TokenizerUnavailable
+    from lpeval.encoders import KNOWN_ENCODERS
+
+    with pytest.raises(EncoderUnavailable, match=r"has no model\.safetensors"):
+        bench.bench_encoder(str(tmp_path))
+    second = next(e for e in KNOWN_ENCODERS.values() if e.name != "all-MiniLM-L6-v2")
+    with pytest.raises(TokenizerUnavailable, match=r"cannot load .*tokenizer\.json"):
+        bench.model_counter(second, tmp_path)
+
+
+def _write_set(tmp_path, split, documents):
+    (tmp_path / "split.json").write_text(json.dumps(split), encoding="utf-8")
+    (tmp_path / "questions_v1.json").write_text(json.dumps({"documents": documents}), encoding="utf-8")
+    return tmp_path
+
+
+QUESTION = {"id": "q1", "kind": "prose", "question": "What?", "answer": "an answer", "rationale": "why"}
+
+
+@pytest.mark.parametrize("split, documents, says", [
+    ({"train": []}, [], "expected the keys"),
+    ({"test": ["a"]}, "not a list", "expected an object with a 'documents' list"),
+    ({"test": ["a"]}, [{"id": "a", "file": "a.json"}], "needs 'id', 'file' and 'format' strings"),
+    ({"test": ["a"]}, [{"id": "a", "file": "a.json", "format": "docling",
+                        "questions": [{**QUESTION, "answer": " "}]}], "needs non-empty strings"),
+    ({"test": ["a"]}, [{"id": "a", "file": "a.json", "format": "docling",
+                        "questions": [{**QUESTION, "kind": "trivia"}]}], "kind 'trivia' is not one of"),
+    ({"test": ["a"]}, [{"id": "a", "file": "a.md", "format": "markdown"}], "needs 'docling_file'"),
+])
+def test_a_malformed_set_is_refused_naming_what_is_wrong(tmp_path, split, documents, says):
+    set_dir = _write_set(tmp_path, split, documents)
+    with pytest.raises(RetrievalSetError, match=says):
+        read_split(set_dir)
+        read_documents(set_dir)
+
+
+def test_an_unreadable_set_file_is_refused_naming_the_file(tmp_path):
+    with pytest.raises(RetrievalSetError, match=r"cannot read .*questions_v1\.json"):
+        split_documents("test", tmp_path)
+    (tmp_path / "split.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(RetrievalSetError, match=r"cannot read .*split\.json"):
+        read_split(tmp_path)
+    with pytest.raises(RetrievalSetError, match="unknown split 'train'"):
+        split_documents("train", tmp_path)
 
 
 class StubLoaders:
