@@ -56,7 +56,9 @@ Decisions (and why):
   ``exclude_headers_footers`` governs all of it: ``page_header`` -> ``header``, ``page_footer``
   -> ``footer``, any other furniture text by position (centre in the top half of its page:
   ``header``; else, or when unknown, ``footer``). Headers and footers get the path ``[]``, as in
-  LongParser's own output (``examples/sample_document.json``), and never touch the stack.
+  LongParser's own output (``examples/sample_document.json``), and never touch the stack. Each
+  item's own layer decides, as in docling's ``iterate_items``: an inline group (one paragraph of
+  runs) is furniture only when all its runs are, whatever layer the group itself is given.
 * **Captions and footnotes of tables and pictures** (``item.captions`` / ``item.footnotes``)
   are emitted with their owner, wherever docling stores them (in the body or as the owner's
   children): a table's captions directly BEFORE the table and its footnotes directly after
@@ -506,7 +508,9 @@ class _Converter:
             return
         self.report.inline_runs_joined += len(runs)
         located = next((run for run in runs if getattr(run, "prov", None)), None)
-        furniture = self._furniture(group)
+        # The runs' own layer decides, as docling's iterate_items yields each item by its own:
+        # body text in a group marked furniture (older documents mark inline groups so) is body.
+        furniture = all(map(self._furniture, runs))
         kind = self._furniture_kind(located) if furniture and located is not None else (
             "footer" if furniture else "paragraph")
         flags: dict[str, Any] = {"docling_label": _INLINE_LABEL, "inline_runs": len(runs)}

@@ -2,12 +2,12 @@
 
 ``fit`` names a tokenizer (``model``, a declared name, a path the caller loaded) and expands
 to the recommended settings for it (:func:`schemas.config.fit_config`): strict mode, that
-counter, ``max_tokens = min(window, FIT_MAX_TOKENS)`` (256) and :data:`schemas.config.FIT_SETTINGS`, fields set
-explicitly winning except those that would undo the fit (:func:`schemas.config.fit_refusal`).
-In strict mode ``max_tokens`` may not exceed the counter's window
-(:func:`schemas.config.above_window`, the one window rule): chunks would then be cut by the
-model, silently. A chunk counts at most ``max_tokens - reserve_tokens``, the room left for a
-prefix the embedder adds.
+counter, ``max_tokens = min(window, FIT_MAX_TOKENS)`` (256) and
+:data:`schemas.config.FIT_SETTINGS`, fields set explicitly winning except those that would
+undo the fit (:func:`schemas.config.fit_refusal`). In strict mode ``max_tokens`` may not
+exceed the counter's window (:func:`schemas.config.above_window`, the one window rule):
+chunks would then be cut by the model, silently. A chunk counts at most
+``max_tokens - reserve_tokens``, the room left for a prefix the embedder adds.
 """
 
 from __future__ import annotations

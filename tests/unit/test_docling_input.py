@@ -613,6 +613,26 @@ def test_an_inline_paragraph_is_chunked_whole() -> None:
     assert sum(sentence in chunk.text for chunk in result.chunks) == 1
 
 
+def test_an_inline_group_takes_its_runs_layer_not_its_own() -> None:
+    """docling yields each item by its own layer: body runs in a group marked furniture (older
+    documents mark their inline groups so) are a paragraph; runs all furniture stay furniture."""
+    doc = new_doc(1)
+    doc.add_heading("Results", level=1, prov=prov(1))
+    body = doc.add_inline_group(content_layer=ContentLayer.FURNITURE)
+    doc.add_text(DocItemLabel.TEXT, "The model", parent=body, prov=prov(1))
+    doc.add_text(DocItemLabel.TEXT, "converges.", parent=body, prov=prov(1))
+    running = doc.add_inline_group(content_layer=ContentLayer.FURNITURE)
+    furniture = ContentLayer.FURNITURE
+    doc.add_text(DocItemLabel.TEXT, "Page", parent=running, prov=prov(1), content_layer=furniture)
+    doc.add_text(DocItemLabel.TEXT, "3", parent=running, prov=prov(1), content_layer=furniture)
+    blocks = convert_docling(doc).blocks
+    assert [(b["type"], b["text"], b["hierarchy_path"]) for b in blocks] == [
+        ("heading", "Results", ["Results"]),
+        ("paragraph", "The model converges.", ["Results"]),
+        ("header", "Page 3", []),  # furniture, by where it sits on its page
+    ]
+
+
 @pytest.mark.parametrize(
     ("runs", "text"),
     [
