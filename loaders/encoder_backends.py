@@ -6,8 +6,9 @@
 from the same pinned weights, verified against its manifest, with their runtime capped to the
 process's thread count. They tokenize with the pinned tokenizer file (no torch, no transformers
 at run time) the way sentence-transformers does for this model: ``[CLS]`` text ``[SEP]``, at
-most the model's window, padded to the longest text of a batch, batches sorted by length
-(smaller batches than torch's, see :data:`ENCODE_BATCH`).
+most the model's window, padded to the longest text of a batch rounded up to a few fixed widths
+(:data:`PAD_TO_MULTIPLE`), batches sorted by length (smaller batches than torch's, see
+:data:`ENCODE_BATCH`).
 
 A backend whose package is missing, or whose export fails, raises
 :class:`~loaders.pinned_model.EncoderUnavailable` naming what to install: a worker configured
@@ -50,6 +51,12 @@ RUNTIME_HINT = {"torch": INSTALL_HINT, **EXTRA_HINT}
 # activations in the CPU caches, which all three runtimes measured faster (docs/encoders.md);
 # the torch path keeps its batch, so its vectors stay the seed's to the bit.
 ENCODE_BATCH = 8
+# Each forward pass is padded to a multiple of this many tokens (at most the window). OpenVINO's
+# CPU plugin keeps memory for every input shape it has run, and texts of every length from 3 to
+# 256 tokens would give it hundreds of widths and a resident size that grows with each new one;
+# eight widths bound it. Padding sits under the attention mask, so a vector changes only within
+# the runtime's rounding (docs/encoders.md has the memory and agreement figures).
+PAD_TO_MULTIPLE = 32
 Runner = Callable[[dict[str, np.ndarray]], np.ndarray]
 
 
@@ -95,7 +102,8 @@ def backend_model_name(backend: str, detail: str | None = None) -> str:
 def token_batches(
     tokenizer: Any, texts: Sequence[str], batch: int = ENCODE_BATCH
 ) -> list[tuple[list[int], dict[str, np.ndarray]]]:
-    """Rows of ``texts`` in forward passes: longest first, each padded to its longest text.
+    """Rows of ``texts`` in forward passes: longest first, each padded to its longest text rounded
+    up to :data:`PAD_TO_MULTIPLE` tokens (at most the window).
 
     ``tokenizer`` is the pinned ``tokenizers.Tokenizer`` without truncation or padding; a text
     over the window keeps its first tokens and ``[SEP]``, as sentence-transformers truncates
@@ -109,7 +117,8 @@ def token_batches(
     batches = []
     for start in range(0, len(order), batch):
         rows = order[start : start + batch]
-        input_ids = np.zeros((len(rows), len(ids[rows[0]])), dtype=np.int64)
+        width = min(MODEL_WINDOW, -(-len(ids[rows[0]]) // PAD_TO_MULTIPLE) * PAD_TO_MULTIPLE)
+        input_ids = np.zeros((len(rows), width), dtype=np.int64)
         mask = np.zeros_like(input_ids)
         for r, i in enumerate(rows):
             input_ids[r, : len(ids[i])] = ids[i]

@@ -27,7 +27,14 @@ from hypothesis import strategies as st
 import loaders.export as export
 from config.settings import Settings
 from loaders.encoder import OFFLINE_ENV, SentenceTransformerEncoder, load_encoder
-from loaders.encoder_backends import AUTO, BACKENDS, ExportedEncoder, backend_model_name, token_batches
+from loaders.encoder_backends import (
+    AUTO,
+    BACKENDS,
+    PAD_TO_MULTIPLE,
+    ExportedEncoder,
+    backend_model_name,
+    token_batches,
+)
 from loaders.pinned_model import MODEL_NAME, EncoderUnavailable
 from loaders.resources import ResourceSpec, build_resources
 from loaders.tokenizer import load_model_counter
@@ -484,6 +491,17 @@ def test_token_batches_sort_by_length_pad_and_keep_the_window() -> None:
     assert first["input_ids"][0, -1] == 102 and first["input_ids"][0, 0] == 101  # [SEP] kept last
     assert first["attention_mask"][1].sum() == 5  # [CLS] three words here [SEP], rest padding
     assert first["token_type_ids"].sum() == 0
+
+
+def test_token_batches_pad_to_a_few_fixed_widths() -> None:
+    # Texts of 3, 4 and 5 tokens share one width (the runtime sees one shape, not three); a
+    # longer text goes to the next multiple, never past the window.
+    texts = ["one", "two words", "three words here", " ".join(["word"] * 40), _long_text()]
+    widths = [inputs["input_ids"].shape[1] for _, inputs in token_batches(TOKENIZER, texts, batch=1)]
+    assert widths == [MODEL_WINDOW, 2 * PAD_TO_MULTIPLE, PAD_TO_MULTIPLE, PAD_TO_MULTIPLE, PAD_TO_MULTIPLE]
+    assert all(width % PAD_TO_MULTIPLE == 0 for width in widths) and MODEL_WINDOW % PAD_TO_MULTIPLE == 0
+    [(_, inputs)] = token_batches(TOKENIZER, ["three words here"], batch=1)
+    assert inputs["attention_mask"].sum() == 5 and inputs["input_ids"][0, 5:].sum() == 0  # padding masked
 
 
 def test_exported_encoder_returns_rows_in_input_order() -> None:
