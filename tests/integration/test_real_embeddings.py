@@ -654,7 +654,10 @@ def test_embed_through_a_worker_equals_the_librarys_vectors(
                for raw, vector in zip(record["result"]["chunks"], stored, strict=True))
     library = np.asarray(reference.encoder.encode(texts), dtype=np.float32)  # torch fp32, the reference
     cosines = (stored * library).sum(1) / np.linalg.norm(stored, axis=1) / np.linalg.norm(library, axis=1)
-    assert cosines.min() >= 0.999, (real_model.backend, float(cosines.min()))
+    # the bar (0.999) for every backend whose vectors agree with torch's; int8 weights
+    # cannot meet it and are held to their own agreement bound
+    bar = min(0.999, AGREEMENT_BOUNDS[real_model.backend][0])
+    assert cosines.min() >= bar, (real_model.backend, float(cosines.min()))
     assert np.allclose(np.linalg.norm(stored, axis=1), 1.0, atol=1e-3)  # the model card: normalised
 
 
