@@ -144,7 +144,8 @@ def _letter_runs(scan: _Scan) -> list[bytes]:
 
 
 # A run's class is a packed pair of counts (known words << 32 | tokens), so that summing the
-# classes of a chunk's runs counts both at once in C (``sum`` of small ints) with no Counter.
+# classes of a chunk's runs counts both at once in C (``sum`` of small ints) with no Counter;
+# the token count cannot reach 2**32 (that many runs would be gigabytes of text in one chunk).
 _KNOWN_SHIFT = 32
 NOT_A_TOKEN, UNKNOWN_WORD, KNOWN_WORD = 0, 1, (1 << _KNOWN_SHIFT) | 1
 
