@@ -53,11 +53,13 @@ def postgres_url(url: str | None) -> Iterator[str]:
 
 
 def worker_settings(store_url: str, model_path: str | None, threads: int) -> Any:
-    """A semantic worker's settings with the vector store configured, in a collection of its own."""
+    """A semantic worker's settings with the vector store configured, in a collection of its own;
+    the torch backend, the offline rows' (``auto`` may pick an exported one)."""
     from config.settings import Settings
 
     return Settings(semantic_enabled=True, model_path=model_path, torch_threads=threads,
-                    vector_store_url=store_url, vector_collection=f"bench_{uuid.uuid4().hex[:12]}",
+                    encoder_backend="torch", vector_store_url=store_url,
+                    vector_collection=f"bench_{uuid.uuid4().hex[:12]}",
                     max_payload_bytes=2**31, word_list_path="", progress_min_blocks=10**9)
 
 
