@@ -54,11 +54,13 @@ def query_text(question: str, encoder: Any) -> str:
 
 def load_query_embedder(settings: Any) -> Embedder:
     """The encoder the worker embeds passages with (model, backend, threads from the settings),
-    as a function of texts; the query prefix added."""
+    as a function of texts; the query prefix added. ``auto`` resolves as the worker resolves it
+    (:func:`loaders.encoder_backends.resolve_backend`), so the query runs the passages' backend."""
     from loaders.encoder import load_encoder
+    from loaders.encoder_backends import resolve_backend
 
     encoder = load_encoder(settings.model_path, threads=settings.torch_threads,
-                           backend=settings.encoder_backend)
+                           backend=resolve_backend(settings.encoder_backend))
     return lambda texts: encoder.encode([query_text(text, encoder) for text in texts])
 
 

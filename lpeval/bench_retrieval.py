@@ -73,6 +73,7 @@ from lpeval.retrieval_set import (
     SetDocument,
     split_documents,
 )
+from lpeval.through_store import THROUGH_STORE_ROW
 from schemas.config import MODEL_WINDOW, RECOMMENDED_CONFIG, ChunkingConfig, fit_preset
 
 BUDGET = MODEL_WINDOW  # the pinned model's; a run with another model uses that model's window
@@ -410,10 +411,48 @@ def score_rows(rows: Sequence[Row], documents: Sequence[SetDocument], markdown: 
                 if expand is not None:
                     order = list(range(len(returned)))
                     row.returned_tokens += [tokens.count(t) for t in returned[:10]]
-                scores[row.name].append(score_question(
-                    order, returned, q.answer, CONTEXT_BUDGETS, tokens.count, tokens.cut,
-                    in_source=occurrences(source, q.answer) > 0))
+                scores[row.name].append(score_ranking(order, returned, q.answer, source, tokens))
     return scores
+
+
+def score_ranking(order: Sequence[int], texts: Sequence[str], answer: str, source: str,
+                  tokens: ModelTokens) -> QuestionScore:
+    """One question's score for a ranking (indices into ``texts``, best first): every row's."""
+    return score_question(order, texts, answer, CONTEXT_BUDGETS, tokens.count, tokens.cut,
+                          in_source=occurrences(source, answer) > 0)
+
+
+def through_store_row(documents: Sequence[SetDocument], texts: Mapping[str, list[str]],
+                      orders: Mapping[str, list[list[int]]], offline: Row, vectors: Mapping[str, np.ndarray],
+                      tokens: ModelTokens) -> tuple[Row, list[QuestionScore], dict[str, Any]]:
+    """The through-store row (:mod:`lpeval.through_store`) scored like the offline recommended row
+    (``offline``), and how it compares: the documents whose chunks differ, the questions whose
+    rank differs, and those among them whose store ranking is no offline ranking but for ties."""
+    from lpeval.through_store import beyond_ties
+
+    row = Row(THROUGH_STORE_ROW, f"{RECOMMENDED_ROW}'s config run by the worker's task (embed, vector store "
+              "configured), questions ranked by the store's search filtered by document", "blocks")
+    scores, other_chunks, beyond = [], [], []
+    for doc in documents:
+        row.chunks[doc.id] = [Chunked(text) for text in texts[doc.id]]
+        same = texts[doc.id] == [c.embed for c in offline.chunks[doc.id]]
+        if not same:
+            other_chunks.append(doc.id)
+        source = "\n".join(doc.units())
+        for q, order in zip(doc.questions, orders[doc.id], strict=True):
+            scores.append(score_ranking(order, texts[doc.id], q.answer, source, tokens))
+            if same and texts[doc.id]:
+                cosines = np.stack([vectors[t] for t in texts[doc.id]]) @ vectors[q.question]
+                if beyond_ties(order, cosines):
+                    beyond.append(q.id)
+    return row, scores, {"documents_with_other_chunks": other_chunks, "questions_beyond_ties": beyond}
+
+
+def rank_differences(documents: Sequence[SetDocument], offline: Sequence[QuestionScore],
+                     through: Sequence[QuestionScore]) -> list[str]:
+    """The questions whose rank differs between two rows."""
+    questions = [q for d in documents for q in d.questions]
+    return [q.id for q, a, b in zip(questions, offline, through, strict=True) if a.rank != b.rank]
 
 
 def best_per_question(scores: Mapping[str, list[QuestionScore]]) -> list[QuestionScore]:
@@ -457,7 +496,8 @@ def report(rows: Sequence[Row], documents: Sequence[SetDocument], scores: Mappin
         })
         result_rows.append(entry)
     # the best chunking per question: units larger than chunks (small-to-big) are not chunkings
-    chunkings = {r.name: scores[r.name] for r in rows if r.name in scores and not r.expand}
+    chunkings = {r.name: scores[r.name] for r in rows
+                 if r.name in scores and not r.expand and r.name != THROUGH_STORE_ROW}
     best = best_per_question(chunkings)
     chunkers = [name for name in chunkings if is_chunker(name)]
     oracle = best_per_question({name: scores[name] for name in chunkers})
@@ -515,6 +555,13 @@ def markdown_tables(result: dict[str, Any]) -> str:
     for name, b in oracles:
         lines.append(f"| {name} |  |  |  | {b['hit@1']:.3f} | {b['hit@5']:.3f} | {b['mrr@10']:.3f} "
                      f"| {b['recall@512']:.3f} | {b['recall@1024']:.3f} | {b['cut_mid_fact']} |  |  |")
+    if "through_store" in result:
+        through = result["through_store"]
+        lines += ["", f"{THROUGH_STORE_ROW} against {RECOMMENDED_ROW}: {len(through['rank_differs'])} "
+                  f"question(s) ranked differently, {len(through['rank_differs_beyond_ties'])} beyond ties; "
+                  f"store rankings that are no offline ranking but for ties: "
+                  f"{len(through['questions_beyond_ties'])}; documents chunked differently: "
+                  f"{len(through['documents_with_other_chunks'])}."]
     kinds = [k for k in QUESTION_KINDS if result["questions_by_kind"].get(k)]
     lines += ["", "By question kind: recall@1024 as questions recalled / questions, and MRR@10.", "",
               "| row | " + " | ".join(f"{k} ({result['questions_by_kind'][k]})" for k in kinds) + " |",
@@ -558,6 +605,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-ablations", action="store_true",
                         help="leave out the ablation rows and the semantic row (a quicker run)")
     parser.add_argument("--threads", type=int, default=2, help="encoder threads (2)")
+    parser.add_argument("--through-store", action="store_true",
+                        help="also the recommended row run through the worker's task, the vector store and "
+                             "search (lpeval/through_store.py); the pinned model only")
+    parser.add_argument("--store-url", metavar="URL",
+                        help="PostgreSQL with pgvector for --through-store (default: a pgserver one started "
+                             "in a temporary directory)")
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -595,6 +648,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                expected_sha256=model.weights_sha256)
     except (EncoderUnavailable, TokenizerUnavailable) as exc:
         raise BenchError(3, str(exc)) from None
+    if args.through_store and model is not PINNED_ENCODER:
+        raise BenchError(2, "--through-store runs the worker's pinned model: leave out --model-path "
+                            "or give the pinned model's directory")
     if anchors is not None and anchors.get("budget", BUDGET) != model.window:
         raise BenchError(2, f"{args.anchors} was chunked at {anchors.get('budget', BUDGET)} tokens, "
                             f"not at {model.name}'s window {model.window} (anchors.py --budget)")
@@ -603,7 +659,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                 not args.no_ablations, model)
     texts = [c.embed for r in rows for d in documents for c in r.chunks.get(d.id, [])]
     vectors = embed_all(encoder, [*texts, *(q.question for d in documents for q in d.questions)])
-    result = report(rows, documents, score_rows(rows, documents, markdown, tokens, vectors), tokens)
+    scores = score_rows(rows, documents, markdown, tokens, vectors)
+    through = None
+    if args.through_store:
+        offline = next(r for r in rows if r.name == RECOMMENDED_ROW)
+        row, scores[THROUGH_STORE_ROW], through = through_store_row(
+            documents, *run_through_store(documents, args), offline, vectors, tokens)
+        differ = rank_differences(documents, scores[RECOMMENDED_ROW], scores[THROUGH_STORE_ROW])
+        through["rank_differs"] = differ
+        through["rank_differs_beyond_ties"] = [q for q in differ if q in through["questions_beyond_ties"]]
+        rows.insert(rows.index(offline) + 1, row)
+    result = report(rows, documents, scores, tokens)
+    if through is not None:
+        result["through_store"] = through
     result.update({"set": Path(args.set).name, "split": args.split,
                    "model": model.name if model is not PINNED_ENCODER else encoder.name,
                    "weights_sha256": encoder.weights_sha256,
@@ -611,6 +679,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                    "fitted_config": fit_preset(model.counter_name, model.window),
                    "anchor_versions": (anchors or {}).get("versions", {})})
     return result
+
+
+def run_through_store(documents: Sequence[SetDocument], args: argparse.Namespace
+                      ) -> tuple[dict[str, list[str]], dict[str, list[list[int]]]]:
+    """The recommended config through a worker context on a vector store, and ``longparser
+    search``'s query embedder (:mod:`lpeval.through_store`)."""
+    from cli.search import load_query_embedder
+    from lpeval import through_store
+
+    with through_store.postgres_url(args.store_url) as url:
+        settings = through_store.worker_settings(url, args.model_path, args.threads)
+        context = through_store.worker_context(settings)
+        return through_store.run_through_store(documents, RECOMMENDED_CONFIG, context,
+                                               load_query_embedder(settings))
 
 
 def bench_encoder(model_path: str | None) -> BenchEncoder:

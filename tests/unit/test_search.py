@@ -18,6 +18,8 @@ from config.settings import get_settings
 from tests.unit.test_vector_store import ENCODER, StubEncoder, chunked, stub_vector, twenty_pages
 from worker.vector_store import VectorStore
 
+LOAD_QUERY_EMBEDDER = cli.search.load_query_embedder  # before the autouse fixture stubs it
+
 
 @pytest.fixture(autouse=True)
 def stub_query_encoder(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
@@ -106,3 +108,28 @@ def test_a_query_of_another_dimension_is_one_line_naming_the_collection(postgres
     assert main(["search", "q"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and repr(collection) in err and "dimensions" in err
+
+
+def test_the_query_encoder_runs_the_backend_the_worker_resolves(monkeypatch):
+    """The default backend, ``auto``, is resolved as the worker resolves it (the passages' backend),
+    not handed to the loader, which knows no ``auto``."""
+    import loaders.encoder
+    from config.settings import Settings
+    from loaders.encoder_backends import BACKENDS, resolve_backend
+
+    loaded: list[str] = []
+
+    class Loaded:
+        query_prefix = "query: "
+
+        def encode(self, texts):
+            return [len(text) for text in texts]
+
+    def load_encoder(model_path, *, threads, backend):
+        loaded.append(backend)
+        return Loaded()
+
+    monkeypatch.setattr(loaders.encoder, "load_encoder", load_encoder)
+    embed = LOAD_QUERY_EMBEDDER(Settings(encoder_backend="auto"))
+    assert loaded == [resolve_backend("auto")] and loaded[0] in BACKENDS
+    assert embed(["q"]) == [len("query: q")]
