@@ -1124,11 +1124,12 @@ def test_fit_names_a_tokenizer_by_path(
 
     assert (code, err) == (0, "")
     result = json.loads(out)
-    assert result["stats"]["config"]["fit"] == model and result["stats"]["config"]["max_tokens"] == 512
+    # a 512-token window: fit takes FIT_MAX_TOKENS (256) of it
+    assert result["stats"]["config"]["fit"] == model and result["stats"]["config"]["max_tokens"] == 256
     assert result["stats"]["strict_max_tokens"] is True and len(result["chunks"]) > 1
     for chunk in result["chunks"]:
         assert chunk["token_count"] == real_count(bpe_model_dir(), chunk["text"])
-        assert real_count(bpe_model_dir(), chunk["embed_text"]) <= 512 - 4
+        assert real_count(bpe_model_dir(), chunk["embed_text"]) <= 256 - 4
 
 
 def test_fit_of_a_bare_name_that_is_a_directory_here_reads_it(

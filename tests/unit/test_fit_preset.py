@@ -18,7 +18,7 @@ from longparser import chunk_blocks
 from longparser.errors import RequestRefused
 from longparser.resources import Resources
 from schemas import ChunkingConfig, ChunkResult
-from schemas.config import RECOMMENDED_CONFIG
+from schemas.config import FIT_MAX_TOKENS, RECOMMENDED_CONFIG
 from tasks.errors import RequestRefused as TaskRefused
 from tests.tokenizer_builds import bpe_model_dir, real_count, tiktoken_declaration
 from tests.unit.worker_fixtures import context, eager, isolated_settings, payload, settings, store  # noqa: F401
@@ -58,14 +58,18 @@ def test_explicit_fields_win_over_the_preset() -> None:
     assert max(chunk.token_count for chunk in result.chunks) <= 128
 
 
-def test_fit_takes_the_tokenizers_window_up_to_512() -> None:
+def test_fit_takes_the_tokenizers_window_up_to_256() -> None:
     counter = load_path(str(bpe_model_dir()))  # window 512
     resources = Resources(counters={"bpe": counter})
     result = chunk_blocks(BLOCKS, {"fit": "bpe"}, resources)
-    assert result.stats.config["max_tokens"] == 512 and result.stats.token_counter == counter.name
-    assert all(real_count(bpe_model_dir(), chunk.embed_text or chunk.text) <= 512 for chunk in result.chunks)
+    assert result.stats.config["max_tokens"] == FIT_MAX_TOKENS == 256
+    assert result.stats.token_counter == counter.name
+    assert all(real_count(bpe_model_dir(), chunk.embed_text or chunk.text) <= 256 for chunk in result.chunks)
     big = Resources(counters={"tt": load_path(str(tiktoken_declaration()))})  # window 8191
-    assert chunk_blocks(BLOCKS, {"fit": "tt"}, big).stats.config["max_tokens"] == 512
+    assert chunk_blocks(BLOCKS, {"fit": "tt"}, big).stats.config["max_tokens"] == 256
+    # the whole window stays available when asked for
+    whole = chunk_blocks(BLOCKS, {"fit": "bpe", "max_tokens": 512}, resources)
+    assert whole.stats.config["max_tokens"] == 512
 
 
 def test_reserve_tokens_leaves_room_in_every_chunk() -> None:
