@@ -18,6 +18,7 @@ import pytest
 
 from config.settings import Settings, SettingsError, load_settings
 from loaders.embedding import (
+    NORMALIZE_MODULE,
     Embedder,
     check_declared_encoder,
     embed_result,
@@ -381,15 +382,20 @@ def test_longparser_chunk_embed_prints_floats_and_refuses_an_undeclared_name(
     from cli.main import main
 
     monkeypatch.setattr(cli_chunk, "load_resources", lambda config: Resources(encoder=FakePinnedEncoder()))
+    # the pinned model's directory as the settings name it (the package need not be installed)
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    (model_dir / "modules.json").write_text(json.dumps([{"type": NORMALIZE_MODULE}]))
     monkeypatch.setattr(cli_chunk, "_settings", lambda: Settings(word_list_path=None, language_id=False,
-                                                                 _env_file=None))
+                                                                 model_path=str(model_dir), _env_file=None))
     path = tmp_path / "doc.json"
     path.write_text(json.dumps(payload(heading_context=True)))
     assert main(["chunk", str(path), "--embed"]) == 0
     output = json.loads(capsys.readouterr().out)
     assert [c["embedding"] for c in output["chunks"]] == [fake_vector(c["embed_text"]).tolist()
                                                           for c in output["chunks"]]
-    assert output["stats"]["embedding"]["model"] == PINNED_ENCODER
+    embedding = output["stats"]["embedding"]
+    assert embedding["model"] == PINNED_ENCODER and embedding["normalized"] is True
     assert main(["chunk", str(path), "--embed", "bge"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("longparser chunk: error: embed 'bge' is not an encoder this process holds")
