@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from loaders.docling import convert_docling
 from loaders.tokenizer import TOKENIZER_FILE
 from loaders.tokenizers import load_tokenizer, spec_for_path
 from longparser import chunk_blocks
+from longparser.errors import RequestRefused
 from longparser.resources import Resources
 from schemas import ChunkResult, parse_input
 from schemas.config import FIT_MAX_TOKENS
@@ -85,7 +86,14 @@ def test_strict_chunks_fit_the_real_tokenizer(
     strict = {**config, "max_tokens": max_tokens, "reserve_tokens": reserve,
               "min_tokens": min(config["min_tokens"], max_tokens - 1), "strict_max_tokens": True,
               "token_counter": family}
-    result = chunk_blocks(blocks, strict, family_resources(family), document_id="doc")
+    try:
+        result = chunk_blocks(blocks, strict, family_resources(family), document_id="doc")
+    except RequestRefused as exc:
+        # A room of a few tokens over much text can make more chunks than the chunk cap allows
+        # (longparser.repeats, held by its own tests): such a request is refused, by design,
+        # and lies outside what this property is about.
+        assume("chunks, over the cap of" not in str(exc))
+        raise
     kept = check_exclusions(blocks, strict, result)
     check_fits_real_tokenizer(result, family, max_tokens - reserve)
     check_nothing_lost_in_pieces(blocks, kept, result)
