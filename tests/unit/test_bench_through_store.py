@@ -83,3 +83,52 @@ def test_a_store_ranking_differs_beyond_ties_only_past_the_tolerance():
     assert beyond_ties([1, 0, 2, 3], cosines)
     assert beyond_ties([0, 1, 3, 2], cosines)
     assert not beyond_ties([], cosines[:0])
+
+
+def test_the_command_s_through_store_row_equals_the_offline_row(postgres, tmp_path, monkeypatch):
+    """``bench-retrieval --through-store --store-url URL``: the row beside the offline one, no rank
+    differing (the stub model of the harness's own tests stands in for the pinned one)."""
+    import json
+
+    import fakeredis
+
+    from lpeval import through_store
+    from service.store import ResultStore
+    from tests.unit.test_bench_retrieval import BagOfWords as HarnessStub
+    from tests.unit.test_bench_retrieval import StubLoaders
+    from worker.context import WorkerContext
+
+    StubLoaders(monkeypatch)
+    stub = HarnessStub()
+
+    def stub_worker(settings):
+        embedder = Embedder(name=PINNED_ENCODER, weights_sha256="d" * 64, backend="stub", normalized=False,
+                            passages=stub.encode, queries=stub.encode, prefix_tokens=0)
+        embedder.__dict__["dimension"] = 512
+        return WorkerContext(settings=settings, store=ResultStore(fakeredis.FakeRedis(), "lp-bench", 600),
+                             resources=Resources(model_counter=load_model_counter()),
+                             embedders={PINNED_ENCODER: embedder})
+
+    monkeypatch.setattr(through_store, "worker_context", stub_worker)
+    prefix = tmp_path / "through"
+    status = bench.main(["--split", "dev", "--document", SMALL_DEV, "--only-ours", "--no-ablations",
+                         "--through-store", "--store-url", postgres.url, "-o", str(prefix)])
+    assert status == 0
+    result = json.loads(prefix.with_suffix(".json").read_text(encoding="utf-8"))
+    names = [r["name"] for r in result["rows"]]
+    assert names[names.index(bench.RECOMMENDED_ROW) + 1] == bench.THROUGH_STORE_ROW
+    assert result["through_store"]["rank_differs_beyond_ties"] == []
+    offline, through = (next(r for r in result["rows"] if r["name"] == name)
+                        for name in (bench.RECOMMENDED_ROW, bench.THROUGH_STORE_ROW))
+    assert through["mrr@10"] == offline["mrr@10"] and through["chunks"] == offline["chunks"]
+
+
+def test_without_a_url_the_bench_starts_and_removes_a_postgresql_of_its_own():
+    import psycopg
+
+    from lpeval.through_store import postgres_url
+
+    with postgres_url(None) as url, psycopg.connect(url) as connection:
+        assert connection.execute("SELECT 1").fetchone() == (1,)
+    with postgres_url("postgresql://given/db") as given:
+        assert given == "postgresql://given/db"
