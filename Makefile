@@ -78,8 +78,9 @@ test: $(VENV)/.dev
 	$(VENV)/bin/lint-imports
 
 # Broker and store faults with real redis-server and worker processes (docs/operations.md).
-# Prints one table row per scenario; needs redis-server on PATH (Debian: redis-server).
-test-faults: $(VENV)/.dev
+# Prints one table row per scenario; needs redis-server on PATH (Debian: redis-server). The vector
+# store's scenarios run semantic workers with the pinned model, hence the embedding stack.
+test-faults: $(VENV)/.embeddings
 	LONGPARSER_FAULTS=1 $(PY) -m pytest tests/faults --no-cov -rA
 
 # Each backend is named, so one that cannot load fails; exports are built once per run into a

@@ -64,6 +64,10 @@ class HoldingQoS(compat.RedisQoS):
         super().__init__(*args, **kwargs)
         #: delivery tag -> raw message of the messages with no unacked entry
         self.unwritten: dict[Any, RawMessage] = {}
+        #: delivery tags whose acknowledgement Redis refused while the connection stayed up (OOM
+        #: under noeviction, READONLY): tried again every restore cycle, since until then each
+        #: one holds a prefetch slot and a worker holding as many as it may prefetch takes no more
+        self.pending_acks: set[Any] = set()
 
     def append(self, message: Any, delivery_tag: Any) -> None:
         try:
@@ -91,6 +95,7 @@ class HoldingQoS(compat.RedisQoS):
         # Periodic (every few polls): a Redis refusing writes (OOM under noeviction, READONLY
         # during a failover) must not stop the worker; the next cycle tries again. A worker whose
         # own renewals failed lately does not sweep: the other holders may not have renewed yet.
+        self.retry_pending_acks()
         if self.lease is not None and not self.lease.may_sweep():
             return
         try:
@@ -112,13 +117,32 @@ class HoldingQoS(compat.RedisQoS):
 
     def ack(self, delivery_tag: Any) -> None:
         self.unwritten.pop(delivery_tag, None)
+        self.retry_pending_acks()
+        self.acknowledge(delivery_tag)
+
+    def acknowledge(self, delivery_tag: Any) -> bool:
+        """Remove the message's unacked entry and let its prefetch slot go; when Redis refuses,
+        keep it pending (:meth:`retry_pending_acks`). Whether it was acknowledged."""
         try:
             compat.remove_unacked_entry(self.live(), delivery_tag)
         except Exception as exc:
-            logger.warning("could not acknowledge message %s (%s: %s): it stays held and is delivered "
-                           "again once Redis answers", delivery_tag, type(exc).__name__, exc)
-            return
+            if delivery_tag not in self.pending_acks:
+                logger.warning("could not acknowledge message %s (%s: %s): it stays held, and the "
+                               "acknowledgement is tried again every restore cycle until Redis takes it",
+                               delivery_tag, type(exc).__name__, exc)
+            self.pending_acks.add(delivery_tag)
+            return False
+        self.pending_acks.discard(delivery_tag)
         compat.forget_acknowledged(self, delivery_tag)
+        return True
+
+    def retry_pending_acks(self) -> None:
+        """Acknowledge again what Redis refused to acknowledge before; stop at the first refusal."""
+        for tag in list(self.pending_acks):
+            if tag not in compat.held_tags(self):  # put back or forgotten meanwhile (a reconnect)
+                self.pending_acks.discard(tag)
+            elif not self.acknowledge(tag):
+                return
 
     def reject(self, delivery_tag: Any, requeue: bool = False) -> None:
         live = self.live()

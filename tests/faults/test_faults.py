@@ -447,7 +447,7 @@ def test_a_full_redis_makes_workers_wait_and_producers_fail_typed(space: Any, re
 
 # --------------------------------------------------------------------------- documents by reference
 
-REF_BLOCKS = 4000  # ~1.7 MB of JSON: over the 1 MiB reference threshold
+REF_BLOCKS = 4000  # ~1.5 MB of JSON as sent: over the 1 MiB reference threshold
 BIG_BLOCKS = 24_000  # ~10 MB of JSON: seconds of work, so a kill lands while the worker holds it
 
 

@@ -217,7 +217,7 @@ def test_a_reference_with_another_documents_key_and_a_wrong_size_leaves_its_byte
             # The hostile message arrives between the victim's bytes and the victim's message (its
             # producer writes the bytes, then publishes): first in the queue, the bytes pending.
             producer.payloads = ForgeAfterPut(producer.payloads, push_forged)
-            victim = producer.submit(make_document(victim_id, 2000, seed=3))  # ~2 MB: by reference
+            victim = producer.submit(make_document(victim_id, 4000, seed=3))  # ~1.5 MB as sent: by reference
         assert len(pushed) == 1, "the victim was not sent by reference"
         reference, message_bytes = pushed[0]
         assert reference.key == payload_key(KEY_PREFIX, victim_id, reference.sha256)

@@ -551,3 +551,27 @@ def test_a_decoder_without_the_marker_check_fails_the_json_contract(monkeypatch:
     monkeypatch.setattr(compat, "fast_json_loads", json.loads)  # the hook skipped for every body
     with pytest.raises(AssertionError):
         check_json_marker()
+
+
+def test_an_acknowledgement_redis_refuses_is_retried_every_restore_cycle(server: Server) -> None:
+    """Redis full (noeviction): the ack's ZREM is refused while the connection stays up. The
+    message stays held (its prefetch slot too) until a restore cycle acknowledges it, once Redis
+    takes writes again; without the retry a worker holding as many as it may prefetch stalls."""
+    consumer = connect(server)
+    publish(consumer, {"n": 1})
+    message = consumer.get()
+    tag = message.delivery_tag
+    admin = server.client()
+    admin.config_set("maxmemory-policy", "noeviction")
+    admin.config_set("maxmemory", "1")
+    try:
+        message.ack()
+        assert tag in consumer.qos.pending_acks and tag in compat.held_tags(consumer.qos)
+        assert read(server).unacked == {tag}
+        consumer.qos.restore_visible()  # still full: still pending, nothing lost
+        assert tag in consumer.qos.pending_acks and read(server).unacked == {tag}
+    finally:
+        admin.config_set("maxmemory", "0")
+    consumer.qos.restore_visible()
+    assert consumer.qos.pending_acks == set() and tag not in compat.held_tags(consumer.qos)
+    assert read(server).unacked == set() and read(server).queued == []
