@@ -145,6 +145,7 @@ def test_a_worker_whose_renewals_fail_does_not_sweep(monkeypatch: pytest.MonkeyP
     swept: list[Any] = []
     monkeypatch.setattr(compat.RedisQoS, "restore_visible", lambda self, *a, **k: swept.append(1))
     qos = HoldingQoS.__new__(HoldingQoS)  # no channel needed: kombu's sweep is replaced
+    qos.pending_acks = set()  # no acknowledgement refused
     renewer = _renewer()
     qos.lease = renewer
     qos.restore_visible()
