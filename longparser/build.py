@@ -250,22 +250,22 @@ def chunk_type(draft: Draft) -> str:
     every other part is next to one (the paragraph that introduces it, the one after it that
     says what its symbols are); else ``section``. A chunk of prose that merely holds an equation
     among other paragraphs says so in ``equation_detected``."""
-    if draft.is_table:
+    if draft.kind in _TABLE_KINDS:
         return draft.kind
-    own = [p.rec for p in draft.parts if not p.repeated and p.rec.kind != "heading"]
+    own = [p.rec for p in draft._parts if not p.repeated and p.rec.kind != "heading"]
     if not own:
         return "section"
-    following = [*own[1:], None]
-    if own[-1].kind == "list_item" and all(
-            rec.kind == "list_item" or (nxt is not None and nxt.kind == "list_item"
-                                        and rec.kind == "paragraph" and introduces(rec.text))
-            for rec, nxt in zip(own, following, strict=True)):
+    kinds = [rec.kind for rec in own]
+    if kinds[-1] == "list_item" and all(
+            kind == "list_item" or (after == "list_item" and kind == "paragraph" and introduces(rec.text))
+            for rec, kind, after in zip(own, kinds, [*kinds[1:], None], strict=True)):
         return "list"
-    previous = [None, *own[:-1]]
-    if any(rec.kind == "equation" for rec in own) and all(
-            rec.kind == "equation" or (nxt is not None and leads_to_equation(rec, nxt))
-            or (before is not None and before.kind == "equation")
-            for before, rec, nxt in zip(previous, own, following, strict=True)):
+    if "equation" not in kinds:
+        return "section"
+    following, previous = [*own[1:], None], [None, *own[:-1]]
+    if all(rec.kind == "equation" or (nxt is not None and leads_to_equation(rec, nxt))
+           or (before is not None and before.kind == "equation")
+           for before, rec, nxt in zip(previous, own, following, strict=True)):
         return "equation"
     return "section"
 

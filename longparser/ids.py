@@ -25,15 +25,25 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 ID_HEX_CHARS = 32
 _FIELD = "\x00"
 _PART = "\x1e"
 
 
+def _heading(document_id: str | None, chunk_type: str) -> Any:
+    """The hash of the fields before a chunk's primary content (copied for each chunk of one type)."""
+    return hashlib.sha256(_FIELD.join((document_id or "", chunk_type, "")).encode("utf-8"))
+
+
 def content_digest(document_id: str | None, chunk_type: str, primary: Sequence[str]) -> str:
     """SHA-256 hex of a chunk's identity without its occurrence number."""
-    digest = hashlib.sha256(_FIELD.join((document_id or "", chunk_type, "")).encode("utf-8"))
+    return _digest(_heading(document_id, chunk_type), primary)
+
+
+def _digest(heading: Any, primary: Sequence[str]) -> str:
+    digest = heading.copy()
     digest.update(_PART.join(primary).encode("utf-8"))
     return digest.hexdigest()
 
@@ -42,9 +52,13 @@ def chunk_ids(document_id: str | None, chunks: Iterable[tuple[str, Sequence[str]
     """The ids of a result's chunks, given each chunk's ``(chunk_type, primary texts)`` in
     reading order (the one place ids are built)."""
     seen: dict[str, int] = {}
+    headings: dict[str, Any] = {}  # per chunk type: a document has a few types and many chunks
     ids = []
     for chunk_type, primary in chunks:
-        digest = content_digest(document_id, chunk_type, primary)
+        heading = headings.get(chunk_type)
+        if heading is None:
+            heading = headings[chunk_type] = _heading(document_id, chunk_type)
+        digest = _digest(heading, primary)
         occurrence = seen.get(digest, 0)
         seen[digest] = occurrence + 1
         if occurrence:

@@ -39,19 +39,18 @@ class BlockIntake:
         self.count = 0
         self.seconds = 0.0
 
-    def _validated(self, block: Any, index: int) -> dict[str, Any]:
+    def _refused(self, block: Any, index: int) -> InputError:
+        """The error of a block the field validator refused: Block's own (its messages and
+        locations), in one line."""
         try:
-            return validate_block_fields(block)
-        except ValidationError:
-            pass
-        try:
-            Block.model_validate(block)  # Block's own error: its messages and locations
+            Block.model_validate(block)
         except ValidationError as exc:
-            raise InputError(describe_block_error(exc, index, block)) from None
+            return InputError(describe_block_error(exc, index, block))
         raise AssertionError("a block the field validator refused passed Block's validation")
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         clock = time.perf_counter
+        validate = validate_block_fields
         add_id = self.block_ids.add
         for index, block in enumerate(self.blocks):
             self.count += 1
@@ -59,7 +58,10 @@ class BlockIntake:
                 fields = block.__dict__
             else:
                 start = clock()
-                fields = self._validated(block, index)
+                try:
+                    fields = validate(block)
+                except ValidationError:
+                    raise self._refused(block, index) from None
                 self.seconds += clock() - start
             try:
                 add_id(fields["block_id"], index)

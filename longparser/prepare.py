@@ -40,7 +40,7 @@ from longparser.boxes import keep_box
 from longparser.equations import looks_like_equation
 from longparser.repeats import RepeatAllowance
 from longparser.tables import Grid, build_grid, table_key
-from longparser.tokens import TokenCounter
+from longparser.tokens import TokenCounter, counts
 from schemas import ChunkingConfig
 
 _TEXT = attrgetter("text")
@@ -190,6 +190,8 @@ def prepare(
     if repeats is not None:
         repeats.grow(sum(map(len, map(_TEXT, records[grown:]))))
     counted = [rec for rec in records if rec.kind != "table"]
-    for rec, units in zip(counted, counter.measure([rec.text for rec in counted]), strict=True):
-        rec.units, rec.tokens = units, counter.count_joined(rec.text, (units,))
+    texts = [rec.text for rec in counted]
+    units = counter.measure(texts)
+    for rec, n, tokens in zip(counted, units, counts(counter, texts, units), strict=True):
+        rec.units, rec.tokens = n, tokens
     return records, excluded, retagged

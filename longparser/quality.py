@@ -277,8 +277,12 @@ def _scored(
     scan = _Scan(text)
     noise_ratio = _noise(scan) / len(text) if text else 0.0
     noise_penalty = min(2.0 * noise_ratio, NOISE_PENALTY_CAP)
-    # An absent resource's components are constants: skip the calls that would compute them.
-    coverage, coverage_penalty = (None, 0.0) if dictionary is None else _coverage(scan, dictionary)
+    # An absent resource's components are constants (already rounded): no call computes them.
+    if dictionary is None:
+        coverage, coverage_penalty, coverage_written = None, 0.0, None
+    else:
+        coverage, coverage_penalty = _coverage(scan, dictionary)
+        coverage_written = None if coverage is None else _rounded(coverage)
     if language_id is None:
         language, language_confidence, language_error, language_penalty = None, 1.0, None, 0.0
     else:
@@ -292,11 +296,11 @@ def _scored(
         "confidence": _rounded(confidence),
         "noise_ratio": _rounded(noise_ratio),
         "noise_penalty": _rounded(noise_penalty),
-        "dictionary_coverage": None if coverage is None else _rounded(coverage),
-        "coverage_penalty": _rounded(coverage_penalty),
+        "dictionary_coverage": coverage_written,
+        "coverage_penalty": coverage_penalty if dictionary is None else _rounded(coverage_penalty),
         "language": language,
-        "language_confidence": _rounded(language_confidence),
-        "language_penalty": _rounded(language_penalty),
+        "language_confidence": language_confidence if language_id is None else _rounded(language_confidence),
+        "language_penalty": language_penalty if language_id is None else _rounded(language_penalty),
         "language_error": None if language_error is None else type(language_error).__name__,
         "penalty_total": _rounded(penalty_total),
         "sentence_end_bonus": bonus,

@@ -88,6 +88,7 @@ from longparser.prepare import Rec
 from longparser.repeats import DITTO, DITTO_MIN_CHARS, short_form
 from longparser.sections import Section, TableSeg
 from longparser.tables import Grid, column_profiles
+from longparser.tokens import counts
 from schemas import ChunkingConfig
 
 PACKED_SEPARATOR = "\n\n"
@@ -211,8 +212,7 @@ class _Batcher:
         self.sums = [0, *accumulate(self.units)]
         self.opening_tokens = sum(counter.count_joined(p.text, (p.units,)) for p in self.opening)
         self.first_tokens = sum(counter.count_joined(p.text, (p.units,)) for p in self.first_opening)
-        self.tokens = [counter.count_joined(line, (n,))
-                       for line, n in zip(self.lines, self.units, strict=True)]
+        self.tokens = counts(counter, self.lines, self.units)
         self.token_sums = [0, *accumulate(self.tokens)]
         self.rows_per_chunk = config.table_rows_per_chunk
         self.batch_tokens = config.table_batch_tokens

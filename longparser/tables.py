@@ -62,12 +62,12 @@ import re
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import chain, compress, repeat
+from itertools import compress, repeat
 from operator import add, itemgetter, mul
 from typing import Any, TypedDict
 
 from longparser.repeats import RepeatAllowance, short_form
-from schemas.blocks import TableCell
+from schemas.blocks import TableCell, fills_grid_row_by_row, has_spans
 
 # One value; cell texts are cleaned (no newlines), so a column can be checked in ONE regex
 # call over its values joined by "\n" (see _all_match) instead of one call per value.
@@ -78,7 +78,8 @@ _DATE = (
 _NUMBER = r"(?:[-+−]?[ ]*[$€£]?[ ]*[-+−]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)[ ]*[%$€£]?)"
 _DATE_COLUMN_RE = re.compile(f"{_DATE}(?:\n{_DATE})*")
 _NUMBER_COLUMN_RE = re.compile(f"{_NUMBER}(?:\n{_NUMBER})*")
-_DIGITS_TO_ZERO = str.maketrans("123456789", "000000000")
+# on UTF-8 bytes: a multi-byte sequence holds no ASCII byte, so only the ASCII digits change
+_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _DIGIT = re.compile(r"\d")
 _LETTER = re.compile(r"[^\W\d_]")  # any script's letters
 _PLACEHOLDERS = frozenset({"-", "–", "—", "n/a", "na", "n.a.", "…", "...", "*", "x", "?"})
@@ -142,7 +143,7 @@ class Grid:
 
 
 _ROW, _COL, _TEXT = itemgetter("row_index"), itemgetter("col_index"), itemgetter("text")
-_ROW_SPAN, _COL_SPAN, _HEADER = itemgetter("row_span"), itemgetter("col_span"), itemgetter("column_header")
+_HEADER = itemgetter("column_header")
 
 
 _ROW_HEADER = itemgetter("row_header")  # validated cells always have it (default False)
@@ -157,19 +158,6 @@ def clean_texts(texts: list[str | None]) -> list[str]:
     if "".join(cleaned).isprintable():  # one C-level check for the usual one-line cells
         return cleaned
     return [text if text.isprintable() else " ".join(text.split()) for text in cleaned]
-
-
-def _row_major(rows: list[int], cols: list[int], cells: Sequence[TableCell]) -> bool:
-    """Whether the cells cover a full rows x columns grid once each, row by row, without spans
-    (the usual extractor output): then each cell's position is its own index. C-level passes."""
-    n_rows, n_cols = rows[-1] + 1, cols[-1] + 1
-    return (
-        len(cells) == n_rows * n_cols
-        and cols == list(range(n_cols)) * n_rows
-        and rows == list(chain.from_iterable(map(repeat, range(n_rows), repeat(n_cols))))
-        and max(map(_ROW_SPAN, cells)) == 1
-        and max(map(_COL_SPAN, cells)) == 1
-    )
 
 
 def _positions(
@@ -187,7 +175,7 @@ def _positions(
     col_at = {c: j for j, c in enumerate(col_ids)}.__getitem__
     row_starts = map(mul, map(row_at, rows), repeat(width))
     firsts = list(map(add, row_starts, map(col_at, cols)))
-    if max(map(_ROW_SPAN, cells)) == 1 and max(map(_COL_SPAN, cells)) == 1:
+    if not has_spans(cells):
         return firsts, range(len(cells))
     positions: list[int] = []
     owners: list[int] = []
@@ -419,7 +407,7 @@ def build_grid(
     texts = clean_texts(list(map(_TEXT, cells)))
     row_ids: Sequence[int]
     col_ids: Sequence[int]
-    if _row_major(rows, cols, cells):
+    if fills_grid_row_by_row(rows, cols) and not has_spans(cells):
         row_ids, col_ids = range(rows[-1] + 1), range(cols[-1] + 1)
         flat = texts  # each position written once, in order
     else:
@@ -485,7 +473,8 @@ def _shapes(values: list[str]) -> str:
     a column of numbers or dates has a handful of shapes (``00.0%``, ``0000-00-00``), and the
     regex engine then reads those instead of every value.
     """
-    return "\n".join(set("\n".join(values).translate(_DIGITS_TO_ZERO).split("\n")))
+    zeroed = "\n".join(values).encode("utf-8").translate(_DIGITS_TO_ZERO).decode("utf-8")
+    return "\n".join(set(zeroed.split("\n")))
 
 
 def guess_type(values: list[str]) -> str:

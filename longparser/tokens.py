@@ -59,6 +59,15 @@ def count(counter: TokenCounter, text: str) -> int:
     return counter.count_joined(text, counter.measure((text,)))
 
 
+def counts(counter: TokenCounter, texts: Sequence[str], units: Sequence[int]) -> list[int]:
+    """Each text's count, given its measure (``units``, from ``counter.measure(texts)``): the word
+    estimate's from the measures alone, in one C-level pass (a document has a count per block and
+    per table row), any other counter's through ``count_joined``."""
+    if type(counter) is EstimateCounter:
+        return list(map(estimate_for_words, units))
+    return [counter.count_joined(text, (n,)) for text, n in zip(texts, units, strict=True)]
+
+
 def word_count(text: str) -> int:
     """Whitespace words of ``text``: exactly ``len(text.split())``, the unit of the word estimate.
 

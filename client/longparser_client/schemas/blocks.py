@@ -13,6 +13,7 @@ the engine then reads the same shape whether the caller passed models or plain d
 
 from __future__ import annotations
 
+from itertools import chain, repeat
 from operator import itemgetter, mul
 from typing import Annotated, Any, Literal, Required
 
@@ -136,26 +137,48 @@ class TableCell(TypedDict, total=False):
 MAX_TABLE_AREA = 250_000
 # n cells form at most an n x n grid: tables of this many cells or fewer need no grid count
 _GRID_UNCHECKED_CELLS = 500
+_ROW_INDEX, _COL_INDEX = itemgetter("row_index"), itemgetter("col_index")
+_ROW_SPAN, _COL_SPAN = itemgetter("row_span"), itemgetter("col_span")
 
 
-def _span_sum(cells: list[TableCell]) -> int:
-    """The positions the cells' declared spans cover, overlaps counted each time."""
-    row_spans, col_spans = list(map(itemgetter("row_span"), cells)), list(map(itemgetter("col_span"), cells))
-    if max(row_spans) == 1 and max(col_spans) == 1:
-        return len(cells)
-    return sum(map(mul, row_spans, col_spans))
+def fills_grid_row_by_row(rows: list[int], cols: list[int]) -> bool:
+    """Whether cells starting at ``rows[k]``, ``cols[k]`` start once at every position of a full
+    rows x columns grid, row by row (the usual extractor output). Then no two start at one
+    position, and each cell's position is its own index. C-level passes, no tuple per cell."""
+    n_rows, n_cols = rows[-1] + 1, cols[-1] + 1
+    return (
+        len(rows) == n_rows * n_cols
+        and cols == list(range(n_cols)) * n_rows
+        and rows == list(chain.from_iterable(map(repeat, range(n_rows), repeat(n_cols))))
+    )
 
 
-def _area_within_cap(table: Table) -> Table:
-    """Refuse a table whose area (see above) is over :data:`MAX_TABLE_AREA`, naming the numbers."""
+def has_spans(cells: list[TableCell]) -> bool:
+    """Whether a cell spans more than one row or column."""
+    return max(map(_ROW_SPAN, cells)) > 1 or max(map(_COL_SPAN, cells)) > 1
+
+
+def _table_rules(table: Table) -> Table:
+    """The rules a table's cells keep, checked in C-level passes over them: its area (see above)
+    within :data:`MAX_TABLE_AREA`, then one cell per position."""
     cells = table["cells"]
     if not cells:
         return table
-    spans = _span_sum(cells)
-    if spans <= MAX_TABLE_AREA and len(cells) <= _GRID_UNCHECKED_CELLS:
-        return table
-    n_rows = len(set(map(itemgetter("row_index"), cells)))
-    n_cols = len(set(map(itemgetter("col_index"), cells)))
+    rows, cols = list(map(_ROW_INDEX, cells)), list(map(_COL_INDEX, cells))
+    in_order = fills_grid_row_by_row(rows, cols)
+    _area_within_cap(cells, rows, cols, in_order)
+    if not in_order:
+        _one_cell_per_position(rows, cols)
+    return table
+
+
+def _area_within_cap(cells: list[TableCell], rows: list[int], cols: list[int], in_order: bool) -> None:
+    """Refuse a table whose area (see above) is over :data:`MAX_TABLE_AREA`, naming the numbers.
+    Declared spans count as sent, overlaps each time."""
+    spans = sum(map(mul, map(_ROW_SPAN, cells), map(_COL_SPAN, cells))) if has_spans(cells) else len(cells)
+    if spans <= MAX_TABLE_AREA and (in_order or len(cells) <= _GRID_UNCHECKED_CELLS):
+        return
+    n_rows, n_cols = len(set(rows)), len(set(cols))
     area = max(n_rows * n_cols, spans)
     if area > MAX_TABLE_AREA:
         raise ValueError(
@@ -164,7 +187,6 @@ def _area_within_cap(table: Table) -> Table:
             f"(row_span x col_span) sum to {spans}; split the table, or send its indices and spans as "
             "extracted"
         )
-    return table
 
 
 class Table(TypedDict, total=False):
@@ -177,25 +199,22 @@ class Table(TypedDict, total=False):
     cells: Annotated[list[TableCell], Field(default_factory=list)]
 
 
-def _one_cell_per_position(table: Table) -> Table:
+def _one_cell_per_position(rows: list[int], cols: list[int]) -> None:
     """Refuse two cells that start at the same row and column: one text would hide the other."""
-    cells = table["cells"]
-    if len(set(zip(map(itemgetter("row_index"), cells), map(itemgetter("col_index"), cells), strict=True))
-           ) == len(cells):
-        return table
+    positions = list(zip(rows, cols, strict=True))
+    if len(set(positions)) == len(positions):
+        return
     first: dict[tuple[int, int], int] = {}
-    for index, cell in enumerate(cells):
-        position = (cell["row_index"], cell["col_index"])
+    for index, position in enumerate(positions):
         earlier = first.setdefault(position, index)
         if earlier != index:
             raise ValueError(
                 f"cells[{earlier}] and cells[{index}] are both at row {position[0]}, column {position[1]}: "
                 "a table holds one cell per position (join their texts into one cell, or fix the indices)"
             )
-    return table  # pragma: no cover - a repeated position is always found above
 
 
-CheckedTable = Annotated[Table, AfterValidator(_area_within_cap), AfterValidator(_one_cell_per_position)]
+CheckedTable = Annotated[Table, AfterValidator(_table_rules)]
 
 
 class BlockIds:
