@@ -109,8 +109,8 @@ def column_bands(n_cols: int, threshold: int) -> list[tuple[list[int], list[int]
     return bands
 
 
-def _escape_braces(text: str) -> str:
-    return text.replace("{", "{{").replace("}", "}}")
+def _escape_percent(text: str) -> str:
+    return text.replace("%", "%%")
 
 
 def _markdown_cell(text: str) -> str:
@@ -127,34 +127,35 @@ def render_rows(grid: Grid, cols: list[int], fmt: str, rows: list[list[str]], fi
     if fmt == "labelled":
         others = [c for c in cols if c not in grid.label_columns]
         template = _values_template(grid, others)
-        return [f"{grid.label(row) or f'Row {number}'}: " + template.format(*[row[c] for c in others])
+        return [f"{grid.label(row) or f'Row {number}'}: " + template % tuple([row[c] for c in others])
                 for number, row in enumerate(rows, start=first)]
-    # One str.format per row instead of a join over key=value pieces; braces in column names
-    # are escaped, so the template has exactly one field per column after the number.
-    template = "Row {}: " + _values_template(grid, cols)
-    return [template.format(number, *pick(row)) for number, row in enumerate(rows, start=first)]
+    # One %-format per row (cheaper than str.format, which parses its template on every call)
+    # instead of a join over key=value pieces; a % in a column name is escaped, so the template
+    # has exactly one field per column after the number.
+    template = "Row %d: " + _values_template(grid, cols)
+    return [template % (number, *pick(row)) for number, row in enumerate(rows, start=first)]
 
 
 def _values_template(grid: Grid, cols: list[int]) -> str:
-    """``name={}; ...`` over ``cols``, a spanning header said once per row: consecutive columns
-    under one spanning header written once under it (``% of Total: Train={}, Test={}``), and
-    consecutive columns of one name (a spanning header with no header under it) that name once
-    (``Year ended December 31={}, {}``)."""
+    """``name=%s; ...`` (a %-format template) over ``cols``, a spanning header said once per row:
+    consecutive columns under one spanning header written once under it (``%% of Total: Train=%s,
+    Test=%s``), and consecutive columns of one name (a spanning header with no header under it)
+    that name once (``Year ended December 31=%s, %s``)."""
     groups = grid.groups or [""] * len(grid.columns)
     pieces: list[str] = []
     previous, previous_name = "", None
     for c in cols:
         group, name = groups[c], grid.columns[c]
         if group:
-            sub = _escape_braces(name[len(group) + 3 :] if name.startswith(group + " / ") else name) + "={}"
+            sub = _escape_percent(name[len(group) + 3 :] if name.startswith(group + " / ") else name) + "=%s"
             if group == previous:
                 pieces[-1] += ", " + sub
             else:
-                pieces.append(f"{_escape_braces(group)}: {sub}")
+                pieces.append(f"{_escape_percent(group)}: {sub}")
         elif name == previous_name and not previous and c not in grid.unnamed:
-            pieces[-1] += ", {}"
+            pieces[-1] += ", %s"
         else:
-            pieces.append(_escape_braces(name) + "={}")
+            pieces.append(_escape_percent(name) + "=%s")
         previous, previous_name = group, name
     return "; ".join(pieces)
 

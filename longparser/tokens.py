@@ -25,13 +25,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import compress
+from operator import not_
 from typing import Protocol
+
+import numpy as np
 
 TOKENS_PER_WORD = 1.33
 ESTIMATE_NAME = "estimate"
 
 # ASCII whitespace as str.split() sees it (str.isspace: \t \n \v \f \r, \x1c-\x1f, space) -> b" ",
-# every other byte -> b"w": a word starts at each b" w" and at a leading b"w".
+# every other byte -> b"w" (the larger byte: a word starts where a byte is larger than the one before).
 _WORD_RUN_TABLE = bytes(32 if chr(b).isspace() else ord("w") for b in range(128)) + b"w" * 128
 
 
@@ -68,16 +72,30 @@ def counts(counter: TokenCounter, texts: Sequence[str], units: Sequence[int]) ->
     return [counter.count_joined(text, (n,)) for text, n in zip(texts, units, strict=True)]
 
 
-def word_count(text: str) -> int:
-    """Whitespace words of ``text``: exactly ``len(text.split())``, the unit of the word estimate.
+def word_counts(texts: Sequence[str]) -> list[int]:
+    """Each text's whitespace words: exactly ``len(text.split())``, the unit of the word estimate.
 
-    ASCII text is counted on its bytes by one translate and one substring count, without
-    building a string per word; other text (whose whitespace may be non-ASCII) is split.
+    The ASCII texts are counted together on their bytes, without a string per word: joined by
+    spaces (a space between two texts ends any word), every byte mapped to a space or a word byte
+    by one translate (ASCII whitespace as ``str.split`` sees it), and each text's count is the
+    number of word bytes right after a space byte within its span, summed in numpy. Other text
+    (whose whitespace may be non-ASCII) is split.
     """
-    if not text.isascii():
-        return len(text.split())
-    runs = text.encode("ascii").translate(_WORD_RUN_TABLE)
-    return runs.count(b" w") + runs.startswith(b"w")
+    n = len(texts)
+    is_ascii = np.fromiter(map(str.isascii, texts), dtype=bool, count=n)
+    counts = np.empty(n, dtype=np.int64)
+    chosen: Sequence[str] = texts
+    if not is_ascii.all():
+        counts[~is_ascii] = [len(text.split()) for text in compress(texts, map(not_, is_ascii.tolist()))]
+        chosen = list(compress(texts, is_ascii.tolist()))
+    if chosen:
+        # a space before the first text and after the last: every text's span is followed by one
+        runs = np.frombuffer((" " + " ".join(chosen) + " ").encode("ascii").translate(_WORD_RUN_TABLE),
+                             dtype=np.uint8)
+        starts = (runs[1:] > runs[:-1]).view(np.uint8)  # b"w" after b" ": a word starts at index + 1
+        spans = np.fromiter(map(len, chosen), dtype=np.int64, count=len(chosen)) + 1
+        counts[is_ascii] = np.add.reduceat(starts, np.cumsum(spans) - spans, dtype=np.int64)
+    return counts.tolist()
 
 
 def estimate_for_words(words: int) -> int:
@@ -106,7 +124,7 @@ class EstimateCounter:
     additive = True
 
     def measure(self, texts: Sequence[str]) -> list[int]:
-        return list(map(word_count, texts))
+        return word_counts(texts)
 
     def count_joined(self, text: str, units: Sequence[int]) -> int:
         return estimate_for_words(sum(units))

@@ -571,6 +571,17 @@ def test_markdown_cells_escape_pipes_and_labelled_rows_without_label_say_their_n
     assert labelled.chunks[0].text == "Key\na|b: Value=1\nRow 2: Value=2"
 
 
+def test_names_and_values_holding_format_characters_are_written_as_given(make_block):
+    # Rows are written through a %-format template of the column names: a % or brace in a name
+    # or a value is text, never a field.
+    rows = [["Share %", "{Key}", "Note %s"], ["12.5%", "{x}", "100%s"]]
+    blocks = [make_block("", "table", table=table_dict(rows, flag_header=True))]
+    record = run_engine(blocks, generate_schema_chunks=False)
+    assert record.chunks[0].text == "Row 1: Share %=12.5%; {Key}={x}; Note %s=100%s"
+    labelled = run_engine(blocks, generate_schema_chunks=False, table_chunk_format="labelled")
+    assert labelled.chunks[0].text == "Share %\n12.5%: {Key}={x}; Note %s=100%s"
+
+
 # --- table titles ---------------------------------------------------------------------------------
 
 
