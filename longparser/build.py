@@ -107,7 +107,11 @@ def join_parts(parts: list[Part]) -> str:
     """The body text: the parts joined by their separators (the first part's is not written)."""
     if not parts:
         return ""
-    return parts[0].text + "".join([p.sep + p.text for p in parts[1:]])
+    pieces = [parts[0].text]  # separators and texts joined once (no string per separator + text)
+    for part in parts[1:]:
+        pieces.append(part.sep)
+        pieces.append(part.text)
+    return "".join(pieces)
 
 
 class Draft:
