@@ -1,4 +1,5 @@
-"""loaders.docling: docling's DoclingDocument JSON turned into our blocks.
+"""longparser_client.converters.docling (old name loaders.docling): docling's DoclingDocument JSON
+turned into our blocks.
 
 The fixtures are real docling conversions copied from docling-core's test data (see
 tests/fixtures/docling/SOURCES.md); the small documents built here with docling-core's own API
@@ -28,7 +29,9 @@ from docling_core.types.doc import (
     TableData,
 )
 
-from loaders.docling import (
+from longparser import chunk_blocks
+from longparser.prepare import exclusion_reason
+from longparser_client.converters.docling import (
     DoclingInputError,
     DoclingNotInstalledError,
     blocks_from_docling,
@@ -36,8 +39,6 @@ from loaders.docling import (
     is_docling_document,
     join_runs,
 )
-from longparser import chunk_blocks
-from longparser.prepare import exclusion_reason
 from schemas import parse_input
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "docling"
@@ -535,7 +536,7 @@ def test_not_a_docling_document() -> None:
 
 def test_missing_docling_core_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "docling_core.types", None)
-    with pytest.raises(DoclingNotInstalledError, match=r"pip install 'longparser-worker\[docling\]'"):
+    with pytest.raises(DoclingNotInstalledError, match=r"pip install 'longparser-client\[docling\]'"):
         convert_docling(raw(MANUAL))
     assert issubclass(DoclingNotInstalledError, ImportError)
     assert is_docling_document(raw(MANUAL))  # the cheap check needs no docling-core
