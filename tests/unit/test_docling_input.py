@@ -23,6 +23,7 @@ from docling_core.types.doc import (
     CoordOrigin,
     DocItemLabel,
     DoclingDocument,
+    GraphData,
     ProvenanceItem,
     Size,
     TableCell,
@@ -488,6 +489,17 @@ def test_pictures_graphs_and_empty_items_are_skipped_and_counted() -> None:
     assert report.skipped == {"picture": 1, "inside_picture": 1, "empty_text": 1}
     assert report.labels == {"section_header": 1, "picture": 1, "caption": 1, "text": 1, "table": 1}
     assert report.captions_moved == 1
+
+
+def test_key_value_regions_and_forms_are_graphs_without_reading_order_and_are_counted() -> None:
+    doc = new_doc(1)
+    doc.add_text(DocItemLabel.TEXT, "Before the form.", prov=prov(1))
+    doc.add_key_values(graph=GraphData(cells=[], links=[]), prov=prov(1))
+    doc.add_form(graph=GraphData(cells=[], links=[]), prov=prov(1))
+    conversion = convert_docling(doc)
+    assert [(b["type"], b["text"]) for b in conversion.blocks] == [("paragraph", "Before the form.")]
+    assert conversion.report.skipped == {"key_value_graph": 2}
+    assert conversion.report.labels == {"text": 1, "key_value_region": 1, "form": 1}
 
 
 # --- errors ----------------------------------------------------------------------------------
