@@ -1,19 +1,9 @@
 """Section paths from heading levels, for inputs whose headings carry a level but no path.
 
-Many producers know each heading's depth (``heading_level``: Markdown's ``#`` count, an HTML
-``<h2>``, a PDF outline) but fill no ``hierarchy_path``; without paths every chunk's
-``section_path`` would be empty and ``heading_context`` would add nothing. The rule, one
-definition for the engine and the converters that build paths (``loaders.markdown``):
-
-* A heading of level n closes every open heading of level n or deeper and opens its own; its
-  path includes itself (LongParser's convention), so a heading starts the section it names.
-* Every other block takes the open headings' path; page headers and footers belong to no
-  section (``[]``), as in LongParser's own output.
-* A heading without a level counts as level 1 (it closes everything open); a heading whose text
-  is blank opens nothing (it is excluded anyway).
-* A title is the heading's text with its whitespace collapsed to single spaces: a heading that
-  a PDF line break split over two lines is one title, and a breadcrumb (one title per line)
-  never gets a line that is half a title.
+Many producers know each heading's depth but fill no ``hierarchy_path``; without paths every
+chunk's ``section_path`` would be empty and ``heading_context`` would add nothing. The rule that
+turns levels into paths is :class:`schemas.headings.HeadingStack`, one definition for the engine
+and the Markdown converter (``longparser_client.converters.markdown``).
 
 The engine derives paths only when NO block of the input has a non-empty ``hierarchy_path``:
 a path given anywhere means the producer states the structure, and it is used exactly as
@@ -29,42 +19,11 @@ from typing import Any, Literal
 
 from longparser.prepare import Rec
 from schemas import Chunk, ChunkingConfig
+from schemas.headings import HeadingStack
 
 logger = logging.getLogger(__name__)
 
 SectionPaths = Literal["input", "derived", "none"]
-DEFAULT_LEVEL = 1
-_NO_SECTION = frozenset({"header", "footer"})
-
-
-class HeadingStack:
-    """The open headings while a document is read in order (see the module doc for the rule)."""
-
-    __slots__ = ("_levels", "path")
-
-    def __init__(self) -> None:
-        self._levels: list[int] = []
-        self.path: tuple[str, ...] = ()
-
-    def heading(self, level: int | None, title: str) -> tuple[str, ...]:
-        """Open a heading; returns its own path (which includes it)."""
-        title = " ".join(title.split())
-        if not title:
-            return self.path
-        level = DEFAULT_LEVEL if level is None else level
-        depth = len(self._levels)
-        while depth and self._levels[depth - 1] >= level:
-            depth -= 1
-        del self._levels[depth:]
-        self._levels.append(level)
-        self.path = (*self.path[:depth], title)
-        return self.path
-
-    def path_of(self, kind: str, level: int | None, text: str) -> tuple[str, ...]:
-        """The path of a block of type ``kind`` read next (a heading is opened first)."""
-        if kind == "heading":
-            return self.heading(level, text)
-        return () if kind in _NO_SECTION else self.path
 
 
 class DerivedPaths:

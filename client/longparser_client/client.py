@@ -17,10 +17,11 @@ The module functions :func:`submit`, :func:`status`, :func:`wait`, :func:`get_re
 :func:`fetch_record` do the same with a producer built for the call (or the one passed in).
 
 DoclingDocument input (docling's JSON object or the model) is converted to blocks here, on the
-producer side, so the wire contract stays ``ChunkRequest``. The converter is passed in, since
-this client imports neither the loaders nor docling-core::
+producer side, so the wire contract stays ``ChunkRequest``. The converter is passed in (this
+module imports no converter, nor docling-core)::
 
-    from loaders.docling import blocks_from_docling      # pip install 'longparser-worker[docling]'
+    # pip install 'longparser-client[docling]'
+    from longparser_client.converters.docling import blocks_from_docling
     handle = producer.submit(docling_doc, docling=blocks_from_docling, config={"max_tokens": 256})
 
 The document id is the DoclingDocument's ``name`` (sanitised to the id pattern).
@@ -28,7 +29,8 @@ The document id is the DoclingDocument's ``name`` (sanitised to the id pattern).
 Markdown and plain text (a ``str``) are converted the same way, by a converter passed in; a
 string carries no id, so ``document_id`` names it::
 
-    from loaders.markdown import blocks_from_markdown    # or blocks_from_text
+    # pip install 'longparser-client[markdown]'; blocks_from_text (plain text) needs no extra
+    from longparser_client.converters.markdown import blocks_from_markdown
     handle = producer.submit(markdown, text_converter=blocks_from_markdown, document_id="notes")
 
 Outages: every Redis call (the publish, the job entry, reads) is retried with backoff for up to
@@ -299,9 +301,11 @@ class Producer:
             config: ChunkingConfig fields that win over the request's own (a DoclingDocument
                 carries none). Only the fields set here or in the request travel: the worker
                 fills in the defaults and expands ``fit`` itself.
-            docling: the DoclingDocument converter, ``loaders.docling.blocks_from_docling``.
-            text_converter: the converter of a string, ``loaders.markdown.blocks_from_markdown``
-                or ``loaders.markdown.blocks_from_text``.
+            docling: the DoclingDocument converter,
+                ``longparser_client.converters.docling.blocks_from_docling``.
+            text_converter: the converter of a string,
+                ``longparser_client.converters.markdown.blocks_from_markdown`` or
+                ``blocks_from_text``.
             document_id: the id of a document that carries none (a string, a block list, a
                 DoclingDocument without a name of its own).
             embed: None -> the request's ``config.embed`` decides; True (the pinned model, or
@@ -319,7 +323,8 @@ class Producer:
                 can serve (no worker announced an encoder, or not the one named). A config field that does
                 nothing in the request's mode is logged as a warning (and listed in the result's
                 ``stats.warnings``).
-            loaders.docling.DoclingNotInstalledError: (an ImportError) docling-core is missing.
+            longparser_client.converters.docling.DoclingNotInstalledError: (an ImportError)
+                docling-core is missing.
             tasks.errors.PayloadTooLarge: over ``LONGPARSER_MAX_PAYLOAD_BYTES`` (256 MiB of JSON by
                 default). Above ``LONGPARSER_REFERENCE_THRESHOLD_BYTES`` (1 MiB) the request's
                 JSON is stored compressed in the result store's Redis (TTL: the result's) and the

@@ -883,7 +883,7 @@ def test_docling_document_without_docling_core_exits_2_naming_the_extra(
 
     assert (code, out) == (2, "")
     assert err == (f"longparser chunk: error: input {path}: reading DoclingDocument input needs "
-                   "docling-core: pip install 'longparser-worker[docling]'\n")
+                   "docling-core: pip install 'longparser-client[docling]'\n")
 
 
 def test_invalid_docling_document_exits_2_with_one_line(

@@ -549,6 +549,8 @@ def test_the_producer_client_is_installed_from_the_context_never_from_an_index(
     requirements = _requirements(dockerfile, "")
     assert not [r for r in requirements if r.startswith(client["name"])]
     assert set(client["dependencies"]) <= set(requirements)
+    # the client's extras the worker's distribution names: the Markdown converter's parser
+    assert set(client["optional-dependencies"]["markdown"]) <= set(requirements)
     code = next(i for i in pip_installs(dockerfile) if i.no_deps)
     assert "./client" in code.requirements
     assert any(k == "COPY" and a.split() == ["client/", "client/"] for k, a in dockerfile)

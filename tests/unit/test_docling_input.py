@@ -1,4 +1,5 @@
-"""loaders.docling: docling's DoclingDocument JSON turned into our blocks.
+"""longparser_client.converters.docling (old name loaders.docling): docling's DoclingDocument JSON
+turned into our blocks.
 
 The fixtures are real docling conversions copied from docling-core's test data (see
 tests/fixtures/docling/SOURCES.md); the small documents built here with docling-core's own API
@@ -22,13 +23,16 @@ from docling_core.types.doc import (
     CoordOrigin,
     DocItemLabel,
     DoclingDocument,
+    GraphData,
     ProvenanceItem,
     Size,
     TableCell,
     TableData,
 )
 
-from loaders.docling import (
+from longparser import chunk_blocks
+from longparser.prepare import exclusion_reason
+from longparser_client.converters.docling import (
     DoclingInputError,
     DoclingNotInstalledError,
     blocks_from_docling,
@@ -36,8 +40,6 @@ from loaders.docling import (
     is_docling_document,
     join_runs,
 )
-from longparser import chunk_blocks
-from longparser.prepare import exclusion_reason
 from schemas import parse_input
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "docling"
@@ -489,6 +491,17 @@ def test_pictures_graphs_and_empty_items_are_skipped_and_counted() -> None:
     assert report.captions_moved == 1
 
 
+def test_key_value_regions_and_forms_are_graphs_without_reading_order_and_are_counted() -> None:
+    doc = new_doc(1)
+    doc.add_text(DocItemLabel.TEXT, "Before the form.", prov=prov(1))
+    doc.add_key_values(graph=GraphData(cells=[], links=[]), prov=prov(1))
+    doc.add_form(graph=GraphData(cells=[], links=[]), prov=prov(1))
+    conversion = convert_docling(doc)
+    assert [(b["type"], b["text"]) for b in conversion.blocks] == [("paragraph", "Before the form.")]
+    assert conversion.report.skipped == {"key_value_graph": 2}
+    assert conversion.report.labels == {"text": 1, "key_value_region": 1, "form": 1}
+
+
 # --- errors ----------------------------------------------------------------------------------
 
 
@@ -535,7 +548,7 @@ def test_not_a_docling_document() -> None:
 
 def test_missing_docling_core_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "docling_core.types", None)
-    with pytest.raises(DoclingNotInstalledError, match=r"pip install 'longparser-worker\[docling\]'"):
+    with pytest.raises(DoclingNotInstalledError, match=r"pip install 'longparser-client\[docling\]'"):
         convert_docling(raw(MANUAL))
     assert issubclass(DoclingNotInstalledError, ImportError)
     assert is_docling_document(raw(MANUAL))  # the cheap check needs no docling-core

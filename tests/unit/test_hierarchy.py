@@ -1,5 +1,6 @@
-"""Section paths from heading levels (longparser/hierarchy.py), pages that do not exist, and code
-cut only at line ends.
+"""Section paths from heading levels (client/longparser_client/schemas/headings.py, the rule;
+longparser/hierarchy.py, the engine's use of it), pages that do not exist, and code cut only at
+line ends.
 
 * Paths are derived only when no block of the input has a non-empty ``hierarchy_path``; a
   heading of level n closes the open headings of level n or deeper; stats say where the paths
@@ -16,7 +17,8 @@ import logging
 import pytest
 
 from longparser import Resources
-from longparser.hierarchy import HEADING_CONTEXT_UNUSED, HeadingStack
+from longparser.hierarchy import HEADING_CONTEXT_UNUSED
+from longparser_client.schemas.headings import HeadingStack
 from schemas import Block
 from tests.unit.engine_helpers import run_engine, words
 

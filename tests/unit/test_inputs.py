@@ -166,7 +166,8 @@ def test_docling_model_object_is_recognised() -> None:
 
 def test_docling_document_without_a_converter_is_refused() -> None:
     expected = (r"^a DoclingDocument must be converted to blocks on the producer side: pass the converter "
-                r"\(loaders.docling.blocks_from_docling; pip install 'longparser-worker\[docling\]'\)$")
+                r"\(longparser_client.converters.docling.blocks_from_docling; "
+                r"pip install 'longparser-client\[docling\]'\)$")
     with pytest.raises(InputError, match=expected):
         parse_input({"schema_name": "DoclingDocument", "name": "x"})
 

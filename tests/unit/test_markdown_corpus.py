@@ -26,10 +26,10 @@ from typing import Any
 
 import pytest
 
-from loaders.markdown import convert_markdown, html_text, markdown_parser
 from loaders.tokenizer import load_model_counter
 from longparser import Resources, chunk_blocks
 from longparser.tokens import count
+from longparser_client.converters.markdown import convert_markdown, html_text, markdown_parser
 from schemas import ChunkResult
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "markdown"

@@ -1,5 +1,5 @@
-"""Markdown and plain text in (loaders/markdown.py): what becomes what, ids, pages, and the
-producer side (``parse_input``, the CLI, the producer client).
+"""Markdown and plain text in (client/longparser_client/converters/markdown.py): what becomes
+what, ids, pages, and the producer side (``parse_input``, the CLI, the producer client).
 
 The real-file corpus is tested in ``test_markdown_corpus.py``.
 """
@@ -7,14 +7,20 @@ The real-file corpus is tested in ``test_markdown_corpus.py``.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cli.main import main
-from loaders.markdown import blocks_from_markdown, blocks_from_text, convert_markdown, convert_text
 from longparser import chunk_blocks
+from longparser_client.converters.markdown import (
+    blocks_from_markdown,
+    blocks_from_text,
+    convert_markdown,
+    convert_text,
+)
 from schemas import Block, ChunkRequest, InputError
 from schemas.inputs import parse_input
 from tasks.client import Producer
@@ -345,3 +351,19 @@ def test_chunk_markdown_and_chunk_text_are_the_converter_then_the_engine():
     result = chunk_text(text, config, document_id="notes")
     assert same(result) == same(chunk_blocks(blocks_from_text(text), config, document_id="notes"))
     assert result.document_id == "notes" and result.chunks[0].block_ids == ["txt-1", "txt-2"]
+
+
+def test_markdown_without_its_extra_says_how_to_install_and_plain_text_needs_none(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from longparser_client.converters.markdown import MarkdownNotInstalledError, markdown_parser
+
+    monkeypatch.setitem(sys.modules, "markdown_it", None)  # what a producer without [markdown] has
+    markdown_parser.cache_clear()
+    try:
+        needs = r"^reading Markdown needs markdown_it: pip install 'longparser-client\[markdown\]'$"
+        with pytest.raises(MarkdownNotInstalledError, match=needs):
+            blocks_from_markdown("# Title")
+        assert [block["text"] for block in blocks_from_text("one\n\ntwo")] == ["one", "two"]
+    finally:
+        markdown_parser.cache_clear()
+    assert issubclass(MarkdownNotInstalledError, ImportError)

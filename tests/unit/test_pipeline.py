@@ -333,7 +333,7 @@ def test_a_config_typo_in_the_library_call_gets_a_suggestion():
          "expected a sequence of blocks, got a ChunkRequest (an object with 'blocks'); schemas.parse_input"),
         ({"schema_name": "DoclingDocument", "name": "x"},
          "expected a sequence of blocks, got a DoclingDocument: convert it with "
-         "schemas.parse_input(document, docling=loaders.docling.blocks_from_docling)"),
+         "schemas.parse_input(document, docling=longparser_client.converters.docling.blocks_from_docling)"),
         ("blocks.json", "expected a sequence of blocks (Block models or dicts), got a string"),
     ],
     ids=["dump", "request", "docling", "string"],

@@ -1,8 +1,9 @@
 """The producer's install and imports cannot collide: ``longparser_client`` (client/, its own
 distribution) runs inside an upload service that has its own ``config``, ``tasks`` and
-``schemas`` packages, without the engine, the worker or torch; the worker's old module names are
-the same module objects as the client's; the Celery and kombu internals a producer relies on are
-checked at its first use.
+``schemas`` packages, without the engine, the worker or torch, and converts Markdown, plain text
+and DoclingDocuments there with its own converters; the worker's old module names are the same
+module objects as the client's; the Celery and kombu internals a producer relies on are checked
+at its first use.
 """
 
 from __future__ import annotations
@@ -103,6 +104,50 @@ def test_the_readme_producer_snippets_run_inside_a_service_with_its_own_packages
     assert seen["torch"] is False
 
 
+def test_a_producer_converts_markdown_text_and_docling_inside_a_service_with_its_own_packages(
+        tmp_path: Path) -> None:
+    docling_file = ROOT / "tests" / "fixtures" / "docling" / "2206.01062.docling.json"
+    code = textwrap.dedent(f"""
+        import json
+        import config, schemas, tasks  # the service's own, imported beside the client
+        from longparser_client import ChunkRequest, parse_input
+        from longparser_client.converters.markdown import blocks_from_markdown, blocks_from_text
+
+        markdown = "# Turbines\\n\\nTurbine 3 was overhauled in May.\\n\\n- blades\\n- gearbox\\n"
+        notes = parse_input(markdown, document_id="notes", text_converter=blocks_from_markdown)
+        assert isinstance(notes, ChunkRequest)
+        assert [b.type for b in notes.blocks] == ["heading", "paragraph", "list_item", "list_item"]
+        assert [b.hierarchy_path for b in notes.blocks] == [["Turbines"]] * 4
+        memo = parse_input("First paragraph.\\n\\nSecond one.", document_id="memo",
+                           text_converter=blocks_from_text)
+        assert [b.text for b in memo.blocks] == ["First paragraph.", "Second one."]
+        # neither converter needs the engine's numerical stack
+        assert "numpy" not in sys.modules and "tokenizers" not in sys.modules, "numerical stack"
+
+        from longparser_client.converters.docling import blocks_from_docling
+        document = json.load(open({str(docling_file)!r}, encoding="utf-8"))
+        paper = parse_input(document, docling=blocks_from_docling)
+        assert paper.document_id and len(paper.blocks) > 50, len(paper.blocks)
+    """)
+    seen = run_in_service(upload_service(tmp_path), code)
+    assert seen["owners"] == {"config": "upload-service config", "tasks": "upload-service tasks",
+                              "schemas": "upload-service schemas"}
+    assert seen["worker_modules"] == []  # neither the engine nor loaders.markdown / loaders.docling
+    assert seen["torch"] is False
+
+
+def test_the_install_hints_name_extras_the_client_declares() -> None:
+    import tomllib
+
+    from longparser_client.schemas.inputs import DOCLING_INSTALL_HINT, MARKDOWN_INSTALL_HINT
+
+    extras = tomllib.loads((CLIENT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    for hint, extra, parser in ((MARKDOWN_INSTALL_HINT, "markdown", "markdown-it-py"),
+                                (DOCLING_INSTALL_HINT, "docling", "docling-core")):
+        assert hint == f"pip install 'longparser-client[{extra}]'"
+        assert any(requirement.startswith(parser) for requirement in extras[extra]), extras[extra]
+
+
 def test_without_the_client_on_the_path_the_service_s_names_are_what_a_producer_would_get(
         tmp_path: Path) -> None:
     """The check checks: the old README's import, inside such a service, fails."""
@@ -133,6 +178,9 @@ def test_each_old_name_is_the_client_s_module_object() -> None:
     assert ("config.settings", "longparser_client.settings") in pairs
     assert ("schemas.blocks", "longparser_client.schemas.blocks") in pairs
     assert ("service.keys", "longparser_client.service.keys") in pairs
+    assert ("loaders.markdown", "longparser_client.converters.markdown") in pairs
+    assert ("loaders.docling", "longparser_client.converters.docling") in pairs
+    assert ("schemas.headings", "longparser_client.schemas.headings") in pairs
     for old, new in pairs:
         assert importlib.import_module(old) is importlib.import_module(new), old
 
@@ -143,6 +191,17 @@ def test_monkeypatching_through_an_old_name_reaches_the_real_module(monkeypatch:
 
     monkeypatch.setattr(tasks.client, "DEFAULT_TIMEOUT_FOR_TEST", 1, raising=False)
     assert real.DEFAULT_TIMEOUT_FOR_TEST == 1
+
+
+def test_monkeypatching_a_converter_through_its_old_name_reaches_the_one_the_client_runs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import loaders
+    import loaders.markdown
+    from longparser_client.converters import markdown
+
+    assert loaders.markdown is markdown and loaders.markdown.HeadingStack is markdown.HeadingStack
+    monkeypatch.setattr(loaders.markdown, "TEXT_EXTRACTOR", "patched-through-the-old-name")
+    assert markdown.blocks_from_text("x")[0]["provenance"]["extractor"] == "patched-through-the-old-name"
 
 
 def test_the_package_exports_what_the_snippets_use() -> None:
@@ -199,6 +258,10 @@ def test_the_client_distribution_declares_its_package_and_the_worker_depends_on_
     worker = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert client["project"]["name"] == "longparser-client"
     assert client["tool"]["setuptools"]["packages"]["find"]["include"] == ["longparser_client*"]
-    assert f"longparser-client=={client['project']['version']}" in worker["project"]["dependencies"]
+    version = client["project"]["version"]
+    # the worker's distribution gets the Markdown converter's parser and, with [docling], docling-core
+    # through the client's extras: one declaration of each
+    assert f"longparser-client[markdown]=={version}" in worker["project"]["dependencies"]
+    assert worker["project"]["optional-dependencies"]["docling"] == [f"longparser-client[docling]=={version}"]
     makefile = (ROOT / "Makefile").read_text()
     assert "$(PIP_INSTALL) -e ./client -e '.[dev]'" in makefile

@@ -8,13 +8,13 @@ this code):
 * a LongParser Document dump (``{"metadata": {...}, "pages": [{"blocks": [...]}, ...]}``),
   whose blocks are flattened in page order;
 * a docling ``DoclingDocument`` (its JSON object, or the model itself), converted to blocks by
-  a converter the caller passes in (``loaders.docling.blocks_from_docling``): the conversion
-  needs docling-core and belongs to the producer side, while this module is the wire contract
-  and imports neither. The document id is the DoclingDocument's ``name`` when it has one of
+  a converter the caller passes in (``longparser_client.converters.docling.blocks_from_docling``):
+  the conversion needs docling-core and belongs to the producer side, while this module is the
+  wire contract and imports neither. The document id is the DoclingDocument's ``name`` when it has one of
   its own (docling's default name ``"Document"`` counts as none), else the caller's default;
 * a Markdown or plain-text document (a ``str``), converted by a converter the caller passes in
-  the same way (``loaders.markdown.blocks_from_markdown`` or ``blocks_from_text``); a string
-  carries no id, so the caller's default is its id.
+  the same way (``longparser_client.converters.markdown.blocks_from_markdown`` or
+  ``blocks_from_text``); a string carries no id, so the caller's default is its id.
 
 Errors name the block (its index in reading order) and the field, e.g.
 ``block 3 (id 'b-3'): table.cells[0].row_index: Field required``, or the config field, e.g.
@@ -51,14 +51,18 @@ DOCLING_SCHEMA_NAME = "DoclingDocument"
 # instance): it names no document, so it is not used as an id - every such document would
 # share it, and each result would replace the previous one in the store.
 DOCLING_DEFAULT_NAME = "Document"
-DOCLING_INSTALL_HINT = "pip install 'longparser-worker[docling]'"
-# A DoclingDocument -> block dicts (wire shape, reading order); ``loaders.docling.blocks_from_docling``.
-# It reports a document it cannot read with a ValueError (one line).
+# What a producer installs for each converter: extras of the producer distribution (client/), which
+# the worker's distribution installs too.
+DOCLING_INSTALL_HINT = "pip install 'longparser-client[docling]'"
+MARKDOWN_INSTALL_HINT = "pip install 'longparser-client[markdown]'"
+# A DoclingDocument -> block dicts (wire shape, reading order). It reports a document it cannot
+# read with a ValueError (one line).
 DoclingConverter = Callable[[Any], list[Any]]
-# A Markdown or plain-text document -> block dicts (wire shape, reading order):
-# ``loaders.markdown.blocks_from_markdown`` or ``loaders.markdown.blocks_from_text``.
+DOCLING_CONVERTER = f"longparser_client.converters.docling.blocks_from_docling; {DOCLING_INSTALL_HINT}"
+# A Markdown or plain-text document -> block dicts (wire shape, reading order).
 TextConverter = Callable[[str], list[Any]]
-TEXT_CONVERTERS = "loaders.markdown.blocks_from_markdown or blocks_from_text"
+TEXT_CONVERTERS = (f"longparser_client.converters.markdown.blocks_from_markdown ({MARKDOWN_INSTALL_HINT}) "
+                   "or blocks_from_text")
 
 _UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9._:@-]+")
 _ID_MAX_LEN = 200  # DOCUMENT_ID_PATTERN: 1 leading alphanumeric or "_" + up to 199 more
@@ -212,8 +216,8 @@ def not_a_block_sequence(blocks: Any) -> str | None:
     hint = "schemas.parse_input(data) validates any input shape into a ChunkRequest: chunk its .blocks"
     if is_docling_input(blocks):
         return ("expected a sequence of blocks, got a DoclingDocument: convert it with "
-                "schemas.parse_input(document, docling=loaders.docling.blocks_from_docling), then chunk its "
-                ".blocks")
+                "schemas.parse_input(document, docling=longparser_client.converters.docling."
+                "blocks_from_docling), then chunk its .blocks")
     if isinstance(blocks, Mapping) and "pages" in blocks:
         return ("expected a sequence of blocks, got a LongParser document dump (an object with 'pages'); "
                 f"{hint}")
@@ -283,14 +287,17 @@ def json_type(value: Any) -> str:
     return names.get(type(value), "a number" if isinstance(value, int | float) else type(value).__name__)
 
 
+def _converter_missing(what: str, converters: str) -> InputError:
+    """The refusal of an input that only a converter the caller did not pass can read."""
+    return InputError(f"{what} must be converted to blocks on the producer side: pass the converter "
+                      f"({converters})")
+
+
 def _docling_request(
     data: Any, default_document_id: str | None, docling: DoclingConverter | None
 ) -> dict[str, Any]:
     if docling is None:
-        raise InputError(
-            "a DoclingDocument must be converted to blocks on the producer side: pass the converter "
-            f"(loaders.docling.blocks_from_docling; {DOCLING_INSTALL_HINT})"
-        )
+        raise _converter_missing("a DoclingDocument", DOCLING_CONVERTER)
     name = data.get("name") if isinstance(data, dict) else getattr(data, "name", None)
     own_name = isinstance(name, str) and name.strip() != DOCLING_DEFAULT_NAME
     document_id = (document_id_from_name(name) if own_name else None) or default_document_id
@@ -312,10 +319,7 @@ def _text_request(
     data: str, default_document_id: str | None, text_converter: TextConverter | None
 ) -> dict[str, Any]:
     if text_converter is None:
-        raise InputError(
-            "a Markdown or plain-text document (a string) must be converted to blocks on the producer "
-            f"side: pass the converter ({TEXT_CONVERTERS})"
-        )
+        raise _converter_missing("a Markdown or plain-text document (a string)", TEXT_CONVERTERS)
     if not default_document_id:
         raise InputError("document_id: missing: a Markdown or plain-text document carries none; give one")
     return {"document_id": default_document_id, "blocks": text_converter(data)}
@@ -371,11 +375,12 @@ def parse_input(
         document_id: the id to use whatever the input carries (``--document-id``).
         config_overrides: config fields that win over the input's own (``--semantic``,
             ``-c CONFIG.json``, ``--max-tokens``).
-        docling: converts a DoclingDocument to block dicts (``loaders.docling.blocks_from_docling``);
-            without it a DoclingDocument is refused with a message saying so.
+        docling: converts a DoclingDocument to block dicts
+            (``longparser_client.converters.docling.blocks_from_docling``); without it a
+            DoclingDocument is refused with a message saying so.
         text_converter: converts a string (Markdown or plain text) to block dicts
-            (``loaders.markdown.blocks_from_markdown`` / ``blocks_from_text``); without it a
-            string is refused with a message saying so.
+            (``longparser_client.converters.markdown.blocks_from_markdown`` /
+            ``blocks_from_text``); without it a string is refused with a message saying so.
 
     Raises:
         InputError: with a one-line message naming the block index and field.

@@ -58,16 +58,31 @@ _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 _PLAIN_TASK_ID = re.compile(r"[A-Za-z0-9._@-]{1,200}")
 
 
+def _is_whole_match(pattern: re.Pattern[str], value: object) -> bool:
+    return isinstance(value, str) and pattern.fullmatch(value) is not None
+
+
 def is_valid_document_id(document_id: object) -> bool:
     """True when ``document_id`` may become part of a key (the schema's safe alphabet)."""
-    return isinstance(document_id, str) and _DOCUMENT_ID.fullmatch(document_id) is not None
+    return _is_whole_match(_DOCUMENT_ID, document_id)
+
+
+def is_sha256_hex(digest: object) -> bool:
+    """True when ``digest`` is a lower-case hex SHA-256 (the only digest a payload key carries)."""
+    return _is_whole_match(_SHA256_HEX, digest)
+
+
+def _key_part(pattern: re.Pattern[str], what: str, value: str) -> str:
+    """``value``, which must match ``pattern`` whole to become part of a key (ValueError naming
+    ``what`` otherwise): ids and digests outside their alphabet never reach a key (no ':' games,
+    no spaces)."""
+    if not _is_whole_match(pattern, value):
+        raise ValueError(f"invalid {what} for a key: {value!r}")
+    return value
 
 
 def _key(prefix: str, kind: str, document_id: str) -> str:
-    # Invariant: ids outside the safe alphabet never reach a key (no ':' games, no spaces).
-    if not is_valid_document_id(document_id):
-        raise ValueError(f"invalid document id for a key: {document_id!r}")
-    return f"{prefix}:{kind}:{document_id}"
+    return f"{prefix}:{kind}:{_key_part(_DOCUMENT_ID, 'document id', document_id)}"
 
 
 def result_key(prefix: str, document_id: str) -> str:
@@ -80,21 +95,15 @@ def job_key(prefix: str, document_id: str) -> str:
     return _key(prefix, JOB_KIND, document_id)
 
 
-def is_sha256_hex(digest: object) -> bool:
-    """True when ``digest`` is a lower-case hex SHA-256 (the only digest a payload key carries)."""
-    return isinstance(digest, str) and _SHA256_HEX.fullmatch(digest) is not None
+def chunk_ids_key(prefix: str, document_id: str) -> str:
+    """Key of the task id and chunk ids of a document's latest SUCCESS record."""
+    return _key(prefix, CHUNK_IDS_KIND, document_id)
 
 
 def payload_key(prefix: str, document_id: str, digest: str) -> str:
     """Key of a request's bytes sent by reference (``digest``: hex SHA-256 of its JSON)."""
-    if not is_sha256_hex(digest):
-        raise ValueError(f"invalid request digest for a key: {digest!r}")
+    digest = _key_part(_SHA256_HEX, "request digest", digest)
     return f"{_key(prefix, PAYLOAD_KIND, document_id)}:{digest}"
-
-
-def chunk_ids_key(prefix: str, document_id: str) -> str:
-    """Key of the task id and chunk ids of a document's latest SUCCESS record."""
-    return _key(prefix, CHUNK_IDS_KIND, document_id)
 
 
 def start_count_key(prefix: str, task_id: str) -> str:
