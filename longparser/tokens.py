@@ -33,6 +33,9 @@ import numpy as np
 
 TOKENS_PER_WORD = 1.33
 ESTIMATE_NAME = "estimate"
+# Characters from which a batch's words are counted on its bytes (numpy's fixed cost per call is
+# that of splitting a few short texts)
+BATCH_CHARS = 2048
 
 # ASCII whitespace as str.split() sees it (str.isspace: \t \n \v \f \r, \x1c-\x1f, space) -> b" ",
 # every other byte -> b"w" (the larger byte: a word starts where a byte is larger than the one before).
@@ -75,12 +78,15 @@ def counts(counter: TokenCounter, texts: Sequence[str], units: Sequence[int]) ->
 def word_counts(texts: Sequence[str]) -> list[int]:
     """Each text's whitespace words: exactly ``len(text.split())``, the unit of the word estimate.
 
-    The ASCII texts are counted together on their bytes, without a string per word: joined by
+    A few short texts are split. In a larger batch the ASCII texts are counted together on their
+    bytes, without a string per word: joined by
     spaces (a space between two texts ends any word), every byte mapped to a space or a word byte
     by one translate (ASCII whitespace as ``str.split`` sees it), and each text's count is the
     number of word bytes right after a space byte within its span, summed in numpy. Other text
     (whose whitespace may be non-ASCII) is split.
     """
+    if sum(map(len, texts)) < BATCH_CHARS:
+        return [len(text.split()) for text in texts]
     n = len(texts)
     is_ascii = np.fromiter(map(str.isascii, texts), dtype=bool, count=n)
     counts = np.empty(n, dtype=np.int64)
