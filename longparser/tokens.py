@@ -24,8 +24,9 @@ not that count: it truncates, so per-block counts may not add up to the joined t
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Sequence
-from itertools import compress
+from itertools import accumulate, compress
 from operator import not_
 from typing import Protocol
 
@@ -36,6 +37,7 @@ ESTIMATE_NAME = "estimate"
 # Characters from which a batch's words are counted on its bytes (numpy's fixed cost per call is
 # that of splitting a few short texts)
 BATCH_CHARS = 2048
+SLICE_CHARS = 1 << 20
 
 # ASCII whitespace as str.split() sees it (str.isspace: \t \n \v \f \r, \x1c-\x1f, space) -> b" ",
 # every other byte -> b"w" (the larger byte: a word starts where a byte is larger than the one before).
@@ -78,15 +80,29 @@ def counts(counter: TokenCounter, texts: Sequence[str], units: Sequence[int]) ->
 def word_counts(texts: Sequence[str]) -> list[int]:
     """Each text's whitespace words: exactly ``len(text.split())``, the unit of the word estimate.
 
-    A few short texts are split. In a larger batch the ASCII texts are counted together on their
-    bytes, without a string per word: joined by
-    spaces (a space between two texts ends any word), every byte mapped to a space or a word byte
-    by one translate (ASCII whitespace as ``str.split`` sees it), and each text's count is the
-    number of word bytes right after a space byte within its span, summed in numpy. Other text
-    (whose whitespace may be non-ASCII) is split.
+    A few short texts are split. A larger batch is counted in slices of about
+    :data:`SLICE_CHARS` characters (so a long document's measure holds a few MB at a time), each
+    by :func:`_counted_on_bytes`.
     """
-    if sum(map(len, texts)) < BATCH_CHARS:
+    ends = list(accumulate(map(len, texts)))
+    if not ends or ends[-1] < BATCH_CHARS:
         return [len(text.split()) for text in texts]
+    counts: list[int] = []
+    start = 0
+    while start < len(texts):
+        # the texts up to the one that reaches the slice's size (at least one text per slice)
+        stop = max(start + 1, bisect_left(ends, (ends[start - 1] if start else 0) + SLICE_CHARS, start) + 1)
+        counts += _counted_on_bytes(texts[start:stop])
+        start = stop
+    return counts
+
+
+def _counted_on_bytes(texts: Sequence[str]) -> list[int]:
+    """:func:`word_counts` of a slice: its ASCII texts counted together on their bytes, without a
+    string per word: joined by spaces (a space between two texts ends any word), every byte
+    mapped to a space or a word byte by one translate (ASCII whitespace as ``str.split`` sees
+    it); a word starts at each word byte after a space byte, and a text's count is the number of
+    starts within its span (numpy). Other text (whose whitespace may be non-ASCII) is split."""
     n = len(texts)
     is_ascii = np.fromiter(map(str.isascii, texts), dtype=bool, count=n)
     counts = np.empty(n, dtype=np.int64)
@@ -95,12 +111,12 @@ def word_counts(texts: Sequence[str]) -> list[int]:
         counts[~is_ascii] = [len(text.split()) for text in compress(texts, map(not_, is_ascii.tolist()))]
         chosen = list(compress(texts, is_ascii.tolist()))
     if chosen:
-        # a space before the first text and after the last: every text's span is followed by one
+        # a space before the first text and after each: every text's span ends with one
         runs = np.frombuffer((" " + " ".join(chosen) + " ").encode("ascii").translate(_WORD_RUN_TABLE),
                              dtype=np.uint8)
-        starts = (runs[1:] > runs[:-1]).view(np.uint8)  # b"w" after b" ": a word starts at index + 1
-        spans = np.fromiter(map(len, chosen), dtype=np.int64, count=len(chosen)) + 1
-        counts[is_ascii] = np.add.reduceat(starts, np.cumsum(spans) - spans, dtype=np.int64)
+        starts = np.flatnonzero(runs[1:] > runs[:-1])  # b"w" after b" ": a word starts at index + 1
+        span_ends = np.cumsum(np.fromiter(map(len, chosen), dtype=np.int64, count=len(chosen)) + 1)
+        counts[is_ascii] = np.diff(np.searchsorted(starts, span_ends), prepend=0)
     return counts.tolist()
 
 

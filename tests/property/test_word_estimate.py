@@ -9,6 +9,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from longparser import tokens
 from longparser.tokens import BATCH_CHARS, ESTIMATE, estimate_for_words, word_counts
 from tests.property.test_invariants import PROPERTY_SETTINGS
 
@@ -38,3 +39,15 @@ def test_a_batch_measures_each_text_as_alone(texts: list[str]) -> None:
     measured = zip(texts, ESTIMATE.measure(texts), strict=True)
     assert [ESTIMATE.count_joined(text, (units,)) for text, units in measured] == [
         estimate_for_words(len(text.split())) for text in texts]
+
+
+@PROPERTY_SETTINGS
+@given(TEXTS, st.integers(min_value=1, max_value=30))
+def test_a_batch_counted_in_slices_counts_each_text_once(texts: list[str], slice_chars: int) -> None:
+    # slices of a few characters: every text lands in exactly one slice, in order
+    saved = tokens.BATCH_CHARS, tokens.SLICE_CHARS
+    tokens.BATCH_CHARS, tokens.SLICE_CHARS = 0, slice_chars
+    try:
+        assert word_counts(texts) == [len(text.split()) for text in texts]
+    finally:
+        tokens.BATCH_CHARS, tokens.SLICE_CHARS = saved
