@@ -64,8 +64,10 @@ class FakeLanguageId:
 
 
 def _import_root(root: str) -> None:
-    """The engine of checkout ``root``; the stream generator is always this checkout's."""
-    sys.path[:0] = [str(Path(root).resolve()), str(BENCH_DIR)]
+    """The engine of checkout ``root`` with its own producer client (the block validator lives
+    there, before the editable install's copy); the stream generator is always this checkout's."""
+    checkout = Path(root).resolve()
+    sys.path[:0] = [str(checkout), str(checkout / "client"), str(BENCH_DIR)]
 
 
 def word_list() -> frozenset[str]:
