@@ -23,11 +23,12 @@ not that count: it truncates, so per-block counts may not add up to the joined t
 
 from __future__ import annotations
 
+import itertools
 import math
 from bisect import bisect_left
 from collections.abc import Sequence
 from itertools import accumulate, compress
-from operator import not_
+from operator import add, not_, sub
 from typing import Protocol
 
 import numpy as np
@@ -98,26 +99,30 @@ def word_counts(texts: Sequence[str]) -> list[int]:
 
 
 def _counted_on_bytes(texts: Sequence[str]) -> list[int]:
-    """:func:`word_counts` of a slice: its ASCII texts counted together on their bytes, without a
-    string per word: joined by spaces (a space between two texts ends any word), every byte
-    mapped to a space or a word byte by one translate (ASCII whitespace as ``str.split`` sees
-    it); a word starts at each word byte after a space byte, and a text's count is the number of
-    starts within its span (numpy). Other text (whose whitespace may be non-ASCII) is split."""
-    n = len(texts)
-    is_ascii = np.fromiter(map(str.isascii, texts), dtype=bool, count=n)
-    counts = np.empty(n, dtype=np.int64)
-    chosen: Sequence[str] = texts
-    if not is_ascii.all():
-        counts[~is_ascii] = [len(text.split()) for text in compress(texts, map(not_, is_ascii.tolist()))]
-        chosen = list(compress(texts, is_ascii.tolist()))
+    """:func:`word_counts` of a slice: its ASCII texts counted together on their bytes (see
+    :func:`_ascii_counts`), other text (whose whitespace may be non-ASCII) split."""
+    joined = " ".join(texts)
+    if joined.isascii():  # a flag of the string: no pass over it
+        return _ascii_counts(texts, joined)
+    is_ascii = np.fromiter(map(str.isascii, texts), dtype=bool, count=len(texts))
+    counts = np.empty(len(texts), dtype=np.int64)
+    counts[~is_ascii] = [len(text.split()) for text in compress(texts, map(not_, is_ascii.tolist()))]
+    chosen = list(compress(texts, is_ascii.tolist()))
     if chosen:
-        # a space before the first text and after each: every text's span ends with one
-        runs = np.frombuffer((" " + " ".join(chosen) + " ").encode("ascii").translate(_WORD_RUN_TABLE),
-                             dtype=np.uint8)
-        starts = np.flatnonzero(runs[1:] > runs[:-1])  # b"w" after b" ": a word starts at index + 1
-        span_ends = np.cumsum(np.fromiter(map(len, chosen), dtype=np.int64, count=len(chosen)) + 1)
-        counts[is_ascii] = np.diff(np.searchsorted(starts, span_ends), prepend=0)
+        counts[is_ascii] = _ascii_counts(chosen, " ".join(chosen))
     return counts.tolist()
+
+
+def _ascii_counts(texts: Sequence[str], joined: str) -> list[int]:
+    """The words of ASCII ``texts`` (``joined``: the texts joined by spaces, a space between two
+    texts ending any word), without a string per word: every byte mapped to a space or a word
+    byte by one translate (ASCII whitespace as ``str.split`` sees it); a word starts at each word
+    byte after a space byte, and a text's count is the number of starts within its span."""
+    runs = np.frombuffer((" " + joined + " ").encode("ascii").translate(_WORD_RUN_TABLE), dtype=np.uint8)
+    starts = np.flatnonzero(runs[1:] > runs[:-1])  # b"w" after b" ": a word starts at index + 1
+    # text k's starts lie before the index of the space after it: its cumulative length + k + 1
+    found = np.searchsorted(starts, list(map(add, accumulate(map(len, texts)), itertools.count(1)))).tolist()
+    return list(map(sub, found, [0, *found[:-1]]))
 
 
 def estimate_for_words(words: int) -> int:
