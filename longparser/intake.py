@@ -68,3 +68,4 @@ class BlockIntake:
             except ValueError as exc:
                 raise InputError(str(exc)) from None
             yield fields
+        self.block_ids = BlockIds()  # every block read: the document's ids need not be held to its end

@@ -236,7 +236,11 @@ def build_drafts(
 def finalize(drafts: list[Draft], document_id: str | None, resources: Resources,
              budget: Budget, tree: ParentTree) -> tuple[list[Chunk], list[ChunkParent]]:
     """Ids, final token counts, quality scores (of the final text), the breadcrumb to embed and
-    the parents (``tree``'s, named once the chunk ids are known)."""
+    the parents (``tree``'s, named once the chunk ids are known).
+
+    ``drafts`` is consumed: each draft is released once its chunk is built (the list holds None
+    after), so a long document's peak holds a draft or its chunk, and a record once no draft
+    holds it any more (the caller keeps no other reference), never the whole document twice."""
     score = ChunkScorer(resources.word_list, resources.language_id).score
     counter = budget.counter
     chunks = []
@@ -247,6 +251,7 @@ def finalize(drafts: list[Draft], document_id: str | None, resources: Resources,
     crumbs = final_breadcrumbs(drafts) if budget.with_breadcrumb else None
     whole = _section_titles_whole(drafts, crumbs, budget)
     for index, draft in enumerate(drafts):
+        drafts[index] = None  # type: ignore[call-overload]  # released once its chunk is built (see doc)
         if pieces and pieces[index]:
             draft.meta["block_parts"] = pieces[index]
         text, sources = draft.text, draft.sources
@@ -355,6 +360,7 @@ def _chunk_blocks(
     if semantic.available:  # the boundaries between the chunks as emitted
         semantic = semantic.model_copy(update={"boundaries": sum(draft.after_boundary for draft in drafts)})
     tree = parent_tree(sections, drafts)
+    del records, sections  # the drafts hold what the chunks need of them: finalize frees both
     t5 = time.perf_counter()
     chunks, parents = finalize(drafts, document_id, res, budget, tree)
     t6 = time.perf_counter()
