@@ -138,6 +138,11 @@ def test_real_documents_fit_the_real_tokenizer(family: str, fixture: Path, max_t
 REGRESSIONS = ROOT / "tests" / "fixtures" / "regressions"
 
 
+def open_case(name: str, reason: str) -> Any:
+    """A case still failing, kept as a strict xfail so that a fix shows."""
+    return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=f"open: {reason}"))
+
+
 @pytest.mark.parametrize(
     "case",
     [
@@ -153,20 +158,20 @@ REGRESSIONS = ROOT / "tests" / "fixtures" / "regressions"
         "tokenizer_cell_cut_again_forever",
         # Found with the streams that carry boxes, and failing before them too (the same blocks
         # on the tree before boxes): open, kept here so that a fix shows (strict xfail).
-        pytest.param("tokenizer_heading_piece_over_a_tiny_window", marks=pytest.mark.xfail(
-            strict=True, reason="open: with a 6-token tiktoken window and heading_context, a piece "
-            "of a cut heading emits '\\nAda ñ' (7 tokens): a count that does not add up across a join")),
-        pytest.param("tokenizer_character_over_a_tiny_window", marks=pytest.mark.xfail(
-            strict=True, reason="open: a paragraph '𐀀0𐀀' (9 tokens) under a 6-token window is "
-            "refused though '𐀀0' (5) and '𐀀' (4) fit: the cut inside the word misses them")),
+        open_case("tokenizer_heading_piece_over_a_tiny_window",
+                  "with a 6-token tiktoken window and heading_context, a piece "
+            "of a cut heading emits '\\nAda ñ' (7 tokens): a count that does not add up across a join"),
+        open_case("tokenizer_character_over_a_tiny_window",
+                  "a paragraph '𐀀0𐀀' (9 tokens) under a 6-token window is "
+            "refused though '𐀀0' (5) and '𐀀' (4) fit: the cut inside the word misses them"),
         # Found by a clean clone's search on 2026-12-06, failing the same on the tree before that
         # day's engine work (e4c355c): open, the same family of tiny BPE windows as the two above.
-        pytest.param("tokenizer_heading_piece_over_a_tiny_bpe_window", marks=pytest.mark.xfail(
-            strict=True, reason="open: with a 13-token BPE room and heading_context, a cut heading "
-            "emits '\\n𐀀09:\\x80𐀀' (14 tokens)")),
-        pytest.param("tokenizer_repeated_text_leaves_no_room_in_a_tiny_window", marks=pytest.mark.xfail(
-            strict=True, reason="open: a 6-token BPE room is refused as leaving no room beside the "
-            "text a chunk must repeat (list lead-ins of '± \\n:')")),
+        open_case("tokenizer_heading_piece_over_a_tiny_bpe_window",
+                  "with a 13-token BPE room and heading_context, a cut heading "
+            "emits '\\n𐀀09:\\x80𐀀' (14 tokens)"),
+        open_case("tokenizer_repeated_text_leaves_no_room_in_a_tiny_window",
+                  "a 6-token BPE room is refused as leaving no room beside the "
+            "text a chunk must repeat (list lead-ins of '± \\n:')"),
     ],
 )
 def test_cases_the_search_found(case: str) -> None:
